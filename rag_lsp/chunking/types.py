@@ -1,0 +1,51 @@
+"""Types shared by every chunker."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+# Chunk kinds stored in the index and offered as search filters.
+KINDS = ("module", "section", "class", "function", "method", "text")
+
+
+class TokenCounter(Protocol):
+    """Counts tokens the way the embedding model will see them (no special tokens)."""
+
+    def count(self, text: str) -> int: ...
+
+
+@dataclass(frozen=True)
+class ChunkOptions:
+    """Size limits, in model tokens.
+
+    ``max_tokens`` bounds what is embedded for one chunk (context line + text); the model
+    silently truncates anything longer. ``window_tokens``/``overlap_tokens`` shape the
+    generic text windows.
+    """
+
+    max_tokens: int = 254  # 256 word-pieces minus [CLS] and [SEP]
+    window_tokens: int = 254
+    overlap_tokens: int = 32
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One retrievable piece of a file.
+
+    ``text`` is exactly the source lines ``start_line``..``end_line`` (1-based, inclusive).
+    ``context`` is a short header embedded with the text but never shown as source: the
+    heading path of a Markdown section, or the signature of the definition a piece
+    belongs to.
+    """
+
+    start_line: int
+    end_line: int
+    kind: str
+    text: str
+    symbol: str = ""
+    context: str = ""
+
+    @property
+    def embed_text(self) -> str:
+        return f"{self.context}\n{self.text}" if self.context else self.text

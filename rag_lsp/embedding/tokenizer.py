@@ -1,0 +1,44 @@
+"""The model's own word-piece tokenizer, for embedding and for counting chunk sizes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tokenizers import Tokenizer
+
+MAX_MODEL_TOKENS = 256  # all-MiniLM-L6-v2 was trained with 256 word-pieces; longer input is cut
+
+
+def load_tokenizer(path: str | Path, max_length: int = MAX_MODEL_TOKENS) -> Tokenizer:
+    """Load ``tokenizer.json`` set up for batched inference.
+
+    The shipped file truncates and pads to a fixed 128; we truncate at the model's real
+    limit and pad only to the longest text in a batch (padding to 128 wastes compute).
+    """
+    tokenizer = Tokenizer.from_file(str(path))
+    tokenizer.enable_truncation(max_length=max_length)
+    tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+    return tokenizer
+
+
+class ModelTokenCounter:
+    """Counts word-pieces without special tokens and without truncation.
+
+    The BERT pre-tokenizer splits on whitespace and punctuation, so counts are additive
+    across lines: ``count(a + "\\n" + b) == count(a) + count(b)``. Chunkers rely on that to
+    count each line once.
+    """
+
+    def __init__(self, tokenizer_path: str | Path):
+        self._tokenizer = Tokenizer.from_file(str(tokenizer_path))
+        self._tokenizer.no_truncation()
+        self._tokenizer.no_padding()
+
+    def count(self, text: str) -> int:
+        if not text:
+            return 0
+        return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+
+    def count_many(self, texts: list[str]) -> list[int]:
+        encodings = self._tokenizer.encode_batch(texts, add_special_tokens=False)
+        return [len(e.ids) for e in encodings]

@@ -1,0 +1,31 @@
+"""Errors the engine raises on purpose. Each message says what is wrong and how to fix it."""
+
+from __future__ import annotations
+
+
+class RagLspError(Exception):
+    """Base class: a user-facing problem with a message that carries the fix."""
+
+
+class ConfigError(RagLspError):
+    """Settings that do not match ``schemas/config.schema.json``."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        super().__init__("invalid settings:\n  " + "\n  ".join(problems))
+
+
+class ModelNotFoundError(RagLspError):
+    """The embedding model files are not where we looked."""
+
+
+class ModelIntegrityError(RagLspError):
+    """Model files exist but do not match the manifest's hashes."""
+
+
+class IndexMismatchError(RagLspError):
+    """The on-disk index was written with another model, dimension or schema."""
+
+
+class IndexCorruptError(RagLspError):
+    """The on-disk index cannot be read."""
