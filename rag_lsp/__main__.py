@@ -1,0 +1,3 @@
+from rag_lsp.cli import main
+
+raise SystemExit(main())

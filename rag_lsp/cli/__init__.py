@@ -1,0 +1,5 @@
+"""The ``rag-lsp`` command line."""
+
+from rag_lsp.cli.main import main
+
+__all__ = ["main"]

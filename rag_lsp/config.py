@@ -1,0 +1,269 @@
+"""Settings: defaults and rules come from ``schemas/config.schema.json``; this module applies them.
+
+Two ways in: :func:`load_settings` (strict, for the CLI: any problem raises ``ConfigError``) and
+:func:`validate_settings` (lenient, for the language server: a bad setting is reported and falls
+back to its default, so one typo never stops the server).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+from rag_lsp.errors import ConfigError
+
+SCHEMA_PATH = Path(__file__).resolve().parents[1] / "schemas" / "config.schema.json"
+CONFIG_FILE_NAME = ".rag-lsp.json"
+DEFAULT_INDEX_DIR_NAME = ".rag-lsp"
+
+
+@cache
+def load_schema() -> dict[str, Any]:
+    """The settings JSON Schema (read once)."""
+    return json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def _properties() -> dict[str, dict[str, Any]]:
+    return load_schema()["properties"]
+
+
+def _default(key: str) -> Any:
+    value = _properties()[key]["default"]
+    return tuple(value) if isinstance(value, list) else value
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every setting, typed and defaulted. Field ``foo_bar`` is setting ``fooBar`` on the wire."""
+
+    # Field defaults are read from the schema so the schema stays the single source of truth.
+    extensions: tuple[str, ...] = _default("extensions")
+    exclude: tuple[str, ...] = _default("exclude")
+    use_gitignore: bool = _default("useGitignore")
+    max_file_bytes: int = _default("maxFileBytes")
+    chunk_tokens: int = _default("chunkTokens")
+    chunk_overlap_tokens: int = _default("chunkOverlapTokens")
+    top_k: int = _default("topK")
+    threshold: float = _default("threshold")
+    search_mode: str = _default("searchMode")
+    index_path: str | None = _default("indexPath")
+    model_dir: str | None = _default("modelDir")
+    embed_batch_size: int = _default("embedBatchSize")
+    enabled: bool = _default("enabled")
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Settings:
+        """Build from camelCase keys (already validated); missing keys take their defaults."""
+        values = {}
+        for key, value in data.items():
+            values[_snake(key)] = tuple(value) if isinstance(value, list) else value
+        return cls(**values)
+
+    def to_dict(self) -> dict[str, Any]:
+        """camelCase keys and JSON types, as in ``.rag-lsp.json``."""
+        out: dict[str, Any] = {}
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            out[_camel(field.name)] = list(value) if isinstance(value, tuple) else value
+        return out
+
+    def _resolve(self, root: Path, value: str) -> Path:
+        path = Path(value).expanduser()
+        return path if path.is_absolute() else root / path
+
+    def index_dir(self, root: Path) -> Path:
+        """Where the index lives: ``indexPath`` resolved against ``root``, or ``root/.rag-lsp``."""
+        if self.index_path is None:
+            return root / DEFAULT_INDEX_DIR_NAME
+        return self._resolve(root, self.index_path)
+
+    def index_uri(self, root: Path) -> str:
+        """The index location for LanceDB: an object-store URI (``s3://…``) is kept as given."""
+        if self.index_path is not None and "://" in self.index_path:
+            return self.index_path
+        return str(self.index_dir(root))
+
+    def model_path(self, root: Path) -> Path | None:
+        """``modelDir`` resolved against ``root``; ``None`` means "use the installed model"."""
+        return None if self.model_dir is None else self._resolve(root, self.model_dir)
+
+
+def _show(value: Any) -> str:
+    """A value as the user wrote it (JSON spelling for true/false/null), kept short."""
+    if value is None or isinstance(value, bool):
+        text = json.dumps(value)
+    else:
+        text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+_TYPE_WORDS = {
+    "integer": "an integer", "number": "a number", "string": "a string", "boolean": "true or false",
+    "array": "a list", "object": "an object", "null": "null",
+}
+
+
+def _rule(error: Any) -> str:
+    """The rule a jsonschema error broke, in words."""
+    kind, arg, schema = error.validator, error.validator_value, error.schema
+    if kind == "maximum":
+        return f"must be at most {_show(arg)}"
+    if kind == "minimum":
+        return f"must be at least {_show(arg)}"
+    if kind == "enum":
+        return "must be one of " + ", ".join(_show(v) for v in arg)
+    if kind == "type":
+        kinds = [arg] if isinstance(arg, str) else list(arg)
+        return "must be " + " or ".join(_TYPE_WORDS.get(k, k) for k in kinds)
+    if kind == "pattern":
+        return schema.get("patternErrorMessage") or f"must match the pattern {arg!r}"
+    if kind == "uniqueItems":
+        seen: set[str] = set()
+        for item in error.instance:
+            if json.dumps(item) in seen:
+                return f"must not repeat items ({_show(item)} appears twice)"
+            seen.add(json.dumps(item))
+        return "must not repeat items"
+    if kind == "minLength" and arg == 1:
+        return "must not be empty"
+    return error.message
+
+
+def _where(path: list[Any]) -> str:
+    head, *rest = path
+    return f"`{head}`" + "".join(f"[{p}]" for p in rest)
+
+
+def _unknown_key_message(key: str, source: str) -> str:
+    known = sorted(_properties())
+    guess = _camel(key) if _camel(key) in known else None
+    if guess is None:
+        close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+        guess = close[0] if close else None
+    hint = f" (did you mean `{guess}`?)" if guess else ""
+    return f"unknown setting `{key}` in {source}{hint}; known settings: {', '.join(known)}"
+
+
+def _check(raw: Mapping[str, Any], source_of: Mapping[str, str], source: str) -> tuple[
+    dict[str, Any], list[str]
+]:
+    """Valid settings from ``raw`` (bad ones dropped) and one message per problem."""
+    props = _properties()
+    problems: list[str] = []
+    bad: set[str] = set()
+    for key in raw:
+        if key not in props:
+            problems.append(_unknown_key_message(key, source_of.get(key, source)))
+            bad.add(key)
+    known = {k: v for k, v in raw.items() if k in props}
+    validator = Draft202012Validator(load_schema())
+    errors = sorted(validator.iter_errors(known), key=lambda e: [str(p) for p in e.absolute_path])
+    for error in errors:
+        path = list(error.absolute_path)
+        if not path:  # whole-object errors; unknown keys are reported above
+            continue
+        key = path[0]
+        bad.add(key)
+        message = f"{_where(path)} = {_show(error.instance)} in {source_of.get(key, source)}: "
+        message += _rule(error)
+        default = json.dumps(props[key]["default"])
+        if len(path) == 1 and len(default) <= 40:
+            message += f" (default {_show(props[key]['default'])})"
+        problems.append(message)
+    good = {k: v for k, v in known.items() if k not in bad}
+    # Cross-field rule the schema cannot say: overlap must leave room for new text.
+    chunk = good.get("chunkTokens", props["chunkTokens"]["default"])
+    overlap = good.get("chunkOverlapTokens", props["chunkOverlapTokens"]["default"])
+    if overlap >= chunk:
+        key = "chunkOverlapTokens" if "chunkOverlapTokens" in good else "chunkTokens"
+        fallback = min(props["chunkOverlapTokens"]["default"], chunk // 2)
+        problems.append(
+            f"`chunkOverlapTokens` = {overlap} in {source_of.get(key, source)}: must be less than "
+            f"`chunkTokens` ({chunk})"
+        )
+        good["chunkOverlapTokens"] = fallback
+    return good, problems
+
+
+def validate_settings(
+    raw: Any, *, source: str, sources: Mapping[str, str] | None = None
+) -> tuple[Settings, list[str]]:
+    """Lenient validation: returns settings with each invalid value replaced by its default,
+    and one readable message per problem (naming setting, value, rule and ``source``).
+
+    ``sources`` optionally names a different source per key (e.g. ``{"searchMode": "--mode"}``).
+    """
+    if not isinstance(raw, Mapping):
+        kind = _TYPE_WORDS.get(_json_type(raw), _json_type(raw))
+        return Settings(), [f"settings in {source} must be an object, got {kind}"]
+    good, problems = _check(raw, sources or {}, source)
+    return Settings.from_dict(good), problems
+
+
+def _json_type(value: Any) -> str:
+    for name, kind in (("boolean", bool), ("integer", int), ("number", float), ("string", str),
+                       ("array", list), ("object", Mapping)):
+        if isinstance(value, kind):
+            return name
+    return "null" if value is None else type(value).__name__
+
+
+def read_settings_file(path: Path) -> dict[str, Any]:
+    """The JSON object in ``path``; ``ConfigError`` naming file, line and column if malformed."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError([f"cannot read {path}: {exc}"]) from exc
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            [f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}"]
+        ) from exc
+    if not isinstance(data, dict):
+        raise ConfigError([f"{path}: settings must be a JSON object, got {_json_type(data)}"])
+    return data
+
+
+def load_settings(
+    root: Path,
+    overrides: Mapping[str, Any] | None = None,
+    *,
+    override_sources: Mapping[str, str] | None = None,
+) -> Settings:
+    """Strict loading for the CLI: ``<root>/.rag-lsp.json`` (if present), then ``overrides``
+    (camelCase keys; ``None`` values ignored) on top. Raises ``ConfigError`` listing every problem.
+
+    ``override_sources`` maps an override key to how the user gave it (e.g. ``"--mode"``);
+    unnamed overrides are reported as coming from "command line".
+    """
+    path = root / CONFIG_FILE_NAME
+    merged: dict[str, Any] = read_settings_file(path) if path.is_file() else {}
+    sources: dict[str, str] = {}
+    for key, value in (overrides or {}).items():
+        if value is None:
+            continue
+        merged[key] = value
+        sources[key] = (override_sources or {}).get(key, "command line")
+    settings, problems = validate_settings(merged, source=CONFIG_FILE_NAME, sources=sources)
+    if problems:
+        raise ConfigError(problems)
+    return settings

@@ -1,0 +1,108 @@
+"""Sentence embeddings from the ONNX export of all-MiniLM-L6-v2 on onnxruntime."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import onnxruntime as ort
+
+from rag_lsp.embedding.model_files import ModelFiles, find_model, load_manifest, verify_files
+from rag_lsp.embedding.tokenizer import MAX_MODEL_TOKENS, load_tokenizer
+
+DEFAULT_BATCH_SIZE = 16
+
+
+class OnnxEmbedder:
+    """Turns texts into L2-normalised 384-d vectors, exactly as sentence-transformers does.
+
+    Texts are tokenised once, sorted by length and batched so each batch pads only to its
+    own longest member: indexing time is almost all embedding, and padding is wasted work.
+    """
+
+    def __init__(
+        self,
+        files: ModelFiles,
+        *,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        threads: int | None = None,
+        verify: bool = True,
+    ):
+        manifest = load_manifest()
+        self.files = files
+        self.model_id: str = manifest["model_id"]
+        self.dimension: int = int(manifest["dimension"])
+        self.batch_size = batch_size
+        hashes = verify_files(files) if verify else {}
+        self.model_sha256: str = hashes.get("model.onnx", "")
+        self._tokenizer = load_tokenizer(files.tokenizer_path, MAX_MODEL_TOKENS)
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads or os.cpu_count() or 1
+        options.inter_op_num_threads = 1
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        self._session = ort.InferenceSession(
+            str(files.onnx_path), options, providers=["CPUExecutionProvider"]
+        )
+        self._input_names = {i.name for i in self._session.get_inputs()}
+
+    @classmethod
+    def load(cls, model_dir: str | None = None, **kwargs) -> OnnxEmbedder:
+        """Find the model (see :func:`find_model`) and load it."""
+        return cls(find_model(model_dir), **kwargs)
+
+    def token_lengths(self, texts: Sequence[str]) -> list[int]:
+        """Word-pieces per text as the model sees them (special tokens included, truncated)."""
+        self._tokenizer.no_padding()
+        try:
+            return [len(e.ids) for e in self._tokenizer.encode_batch(list(texts))]
+        finally:
+            self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+
+    def embed(
+        self,
+        texts: Sequence[str],
+        *,
+        batch_size: int | None = None,
+        on_batch: Callable[[int], None] | None = None,
+    ) -> np.ndarray:
+        """Embed ``texts``; returns float32 ``(len(texts), dimension)``, rows L2-normalised.
+
+        ``on_batch(n)`` is called after each batch with the number of texts just embedded.
+        """
+        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        if not texts:
+            return out
+        size = batch_size or self.batch_size
+        self._tokenizer.no_padding()
+        try:
+            encodings = self._tokenizer.encode_batch(list(texts))
+        finally:
+            self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        for start in range(0, len(order), size):
+            batch = order[start : start + size]
+            out[batch] = self._run([encodings[i].ids for i in batch])
+            if on_batch is not None:
+                on_batch(len(batch))
+        return out
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed([text])[0]
+
+    def _run(self, ids_list: list[list[int]]) -> np.ndarray:
+        longest = max(len(ids) for ids in ids_list)
+        input_ids = np.zeros((len(ids_list), longest), dtype=np.int64)
+        mask = np.zeros_like(input_ids)
+        for row, ids in enumerate(ids_list):
+            input_ids[row, : len(ids)] = ids
+            mask[row, : len(ids)] = 1
+        feeds = {"input_ids": input_ids, "attention_mask": mask}
+        if "token_type_ids" in self._input_names:
+            feeds["token_type_ids"] = np.zeros_like(input_ids)
+        hidden = self._session.run(None, feeds)[0]
+        # Mean over real tokens only, then unit length: cosine similarity becomes a dot product.
+        weights = mask[:, :, None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return pooled / np.clip(norms, 1e-12, None)

@@ -1,0 +1,257 @@
+"""Incremental indexing: scan → read → chunk → embed only new content → write in batches.
+
+A file is skipped when its size and mtime match the files table, or when its bytes hash to
+the stored sha256. A changed file is re-chunked; a chunk whose content hash already has a
+vector anywhere in the index reuses it (so renames and edits re-embed only what is new).
+Writes land in batches, so searches see the index grow while it is built.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from rag_lsp.chunking import Chunk, ChunkOptions, chunk_document, language_for
+from rag_lsp.config import Settings
+from rag_lsp.embedding.tokenizer import ModelTokenCounter
+from rag_lsp.indexing.lexical_text import lexical_text
+from rag_lsp.indexing.scan import (
+    FileContent,
+    ScannedFile,
+    WorkspaceFilter,
+    read_text_file,
+    scan_workspace,
+)
+from rag_lsp.store.lance_store import ChunkStore, FileRecord
+
+log = logging.getLogger(__name__)
+
+# Chunks gathered before one embed + write round: large enough to batch well, small enough
+# that search sees progress often and a crash loses little.
+WRITE_BATCH_CHUNKS = 512
+
+
+@dataclass
+class IndexProgress:
+    """Where an indexing run is; handed to the progress callback after each step."""
+
+    phase: str  # "scan" | "index" | "finish"
+    files_done: int = 0
+    files_total: int = 0
+    chunks_embedded: int = 0
+    message: str = ""
+
+
+@dataclass
+class IndexReport:
+    files_scanned: int = 0
+    files_indexed: int = 0
+    files_unchanged: int = 0
+    files_removed: int = 0
+    files_skipped: dict[str, int] = field(default_factory=dict)
+    chunks_total: int = 0
+    chunks_written: int = 0
+    chunks_embedded: int = 0
+    chunks_reused: int = 0
+    seconds: float = 0.0
+
+    def skip(self, reason: str, count: int = 1) -> None:
+        key = reason.split(":", 1)[0]
+        self.files_skipped[key] = self.files_skipped.get(key, 0) + count
+
+
+ProgressCallback = Callable[[IndexProgress], None]
+
+
+@dataclass
+class _Pending:
+    record: FileRecord
+    chunks: list[Chunk]
+    language: str
+
+
+class Indexer:
+    """Keeps one workspace's :class:`ChunkStore` in step with its files."""
+
+    def __init__(
+        self,
+        root: Path,
+        settings: Settings,
+        store: ChunkStore,
+        embed: Callable[[list[str]], np.ndarray],
+        counter: ModelTokenCounter,
+        index_dir: Path,
+    ):
+        self.root = root
+        self.settings = settings
+        self.store = store
+        self._embed = embed
+        self._counter = counter
+        self._index_dir = index_dir
+        self._options = ChunkOptions(
+            max_tokens=settings.chunk_tokens,
+            window_tokens=settings.chunk_tokens,
+            overlap_tokens=settings.chunk_overlap_tokens,
+        )
+
+    # ---- whole workspace -----------------------------------------------------------------
+
+    def run(self, progress: ProgressCallback | None = None) -> IndexReport:
+        """Bring the index up to date with the whole workspace."""
+        started = time.monotonic()
+        notify = progress or (lambda _p: None)
+        notify(IndexProgress("scan", message="scanning workspace"))
+        scan = scan_workspace(self.root, self.settings, index_dir=self._index_dir)
+        report = IndexReport(files_scanned=len(scan.files))
+        for reason, paths in scan.skipped.items():
+            report.skip(reason, len(paths))
+        known = self.store.file_records()
+        gone = sorted(set(known) - {f.path for f in scan.files})
+        if gone:
+            self.store.remove_files(gone)
+            report.files_removed = len(gone)
+        self._index_files(scan.files, known, report, notify)
+        self._finish(report, started, notify)
+        return report
+
+    # ---- a few paths (file events) -------------------------------------------------------
+
+    def update_paths(self, rel_paths: Iterable[str]) -> IndexReport:
+        """Re-check just these workspace-relative paths: created, changed or deleted."""
+        started = time.monotonic()
+        report = IndexReport()
+        workspace_filter = WorkspaceFilter(self.root, self.settings, index_dir=self._index_dir)
+        known = self.store.file_records()
+        present: list[ScannedFile] = []
+        removed: list[str] = []
+        for rel in sorted(set(rel_paths)):
+            abs_path = self.root / rel
+            if abs_path.is_file() and workspace_filter.includes(rel):
+                stat = abs_path.stat()
+                if stat.st_size > self.settings.max_file_bytes:
+                    report.skip("too-large")
+                    if rel in known:
+                        removed.append(rel)
+                    continue
+                present.append(ScannedFile(rel, abs_path, stat.st_size, stat.st_mtime_ns))
+            elif rel in known:
+                removed.append(rel)
+        if removed:
+            self.store.remove_files(removed)
+            report.files_removed = len(removed)
+        report.files_scanned = len(present)
+        self._index_files(present, known, report, lambda _p: None)
+        report.chunks_total = self.store.count_chunks()
+        report.seconds = time.monotonic() - started
+        return report
+
+    # ---- shared pipeline -----------------------------------------------------------------
+
+    def _index_files(
+        self,
+        files: list[ScannedFile],
+        known: dict[str, FileRecord],
+        report: IndexReport,
+        notify: ProgressCallback,
+    ) -> None:
+        pending: list[_Pending] = []
+        pending_chunks = 0
+        unchanged: list[FileRecord] = []
+        total = len(files)
+        for done, scanned in enumerate(files, start=1):
+            old = known.get(scanned.path)
+            if old and old.size == scanned.size and old.mtime_ns == scanned.mtime_ns:
+                report.files_unchanged += 1
+            else:
+                item = self._prepare(scanned, old, report, unchanged)
+                if item is not None:
+                    pending.append(item)
+                    pending_chunks += len(item.chunks)
+            if pending_chunks >= WRITE_BATCH_CHUNKS:
+                self._write(pending, report)
+                pending, pending_chunks = [], 0
+            if done % 25 == 0 or done == total:
+                notify(IndexProgress("index", done, total, report.chunks_embedded))
+        if pending:
+            self._write(pending, report)
+        if unchanged:
+            self.store.touch_files(unchanged)
+
+    def _prepare(
+        self,
+        scanned: ScannedFile,
+        old: FileRecord | None,
+        report: IndexReport,
+        unchanged: list[FileRecord],
+    ) -> _Pending | None:
+        content = read_text_file(scanned.abs_path, self.settings.max_file_bytes)
+        if not isinstance(content, FileContent):
+            log.info("skipped %s: %s", scanned.path, content)
+            report.skip(content)
+            if old is not None:
+                self.store.remove_files([scanned.path])
+                report.files_removed += 1
+            return None
+        if content.had_invalid_utf8:
+            log.warning("%s is not valid UTF-8; undecodable bytes were replaced", scanned.path)
+        if old is not None and old.sha256 == content.sha256:
+            unchanged.append(FileRecord(scanned.path, scanned.size, scanned.mtime_ns,
+                                        old.sha256, old.chunks))
+            report.files_unchanged += 1
+            return None
+        language = language_for(scanned.path)
+        chunks = chunk_document(content.text, language, self._counter, self._options,
+                                path=scanned.path)
+        record = FileRecord(scanned.path, scanned.size, scanned.mtime_ns, content.sha256,
+                            len(chunks))
+        report.files_indexed += 1
+        return _Pending(record, chunks, language)
+
+    def _write(self, pending: list[_Pending], report: IndexReport) -> None:
+        embed_texts = [c.embed_text for item in pending for c in item.chunks]
+        hashes = [hashlib.sha256(t.encode("utf-8")).hexdigest() for t in embed_texts]
+        vectors = self.store.vectors_for_hashes(hashes)
+        missing = sorted({h for h in hashes if h not in vectors})
+        if missing:
+            text_of = dict(zip(hashes, embed_texts))
+            fresh = self._embed([text_of[h] for h in missing])
+            vectors.update(zip(missing, fresh))
+        report.chunks_embedded += len(missing)
+        report.chunks_reused += len(hashes) - len(missing)
+        rows: list[dict] = []
+        position = 0
+        for item in pending:
+            for chunk in item.chunks:
+                content_hash = hashes[position]
+                position += 1
+                rows.append(
+                    {
+                        "id": f"{item.record.path}#L{chunk.start_line}-{content_hash[:12]}",
+                        "path": item.record.path,
+                        "start_line": chunk.start_line,
+                        "end_line": chunk.end_line,
+                        "language": item.language,
+                        "kind": chunk.kind,
+                        "symbol": chunk.symbol,
+                        "text": chunk.text,
+                        "search_text": lexical_text(chunk.text, item.record.path, chunk.context),
+                        "content_hash": content_hash,
+                        "vector": vectors[content_hash],
+                    }
+                )
+        self.store.replace_files([item.record for item in pending], rows)
+        report.chunks_written += len(rows)
+
+    def _finish(self, report: IndexReport, started: float, notify: ProgressCallback) -> None:
+        notify(IndexProgress("finish", message="building the full-text index"))
+        if report.chunks_written or report.files_removed:
+            self.store.ensure_fts_index()
+            self.store.optimize()
+        report.chunks_total = self.store.count_chunks()
+        report.seconds = time.monotonic() - started

@@ -1,0 +1,290 @@
+"""Which files of a workspace belong in the index, and how to read them safely.
+
+:class:`WorkspaceFilter` holds the rules (extensions, built-in excludes, configured excludes, every
+``.gitignore``); the initial scan and the live updater both ask it, so they always agree.
+:func:`read_text_file` never raises: a binary, huge or unreadable file gives a reason string.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import stat
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pathspec
+
+from rag_lsp.config import Settings
+
+log = logging.getLogger(__name__)
+
+# Folders that never hold the user's own source: VCS data, dependencies, caches, build output.
+DEFAULT_EXCLUDED_DIRS = frozenset({
+    ".git", ".hg", ".svn", "node_modules", ".venv", "__pycache__", ".mypy_cache",
+    ".pytest_cache", ".ruff_cache", ".tox", ".nox", ".eggs", "build", "dist", "target",
+    ".next", ".idea", ".rag-lsp",
+})
+DEFAULT_EXCLUDED_DIR_SUFFIXES = (".egg-info",)
+VENV_MARKER = "pyvenv.cfg"  # any folder holding this is a virtualenv, whatever its name
+BINARY_SNIFF_BYTES = 8192
+_BOM = b"\xef\xbb\xbf"
+
+
+@dataclass(frozen=True)
+class ScannedFile:
+    path: str  # POSIX path relative to the root
+    abs_path: Path
+    size: int
+    mtime_ns: int
+
+
+@dataclass
+class ScanReport:
+    files: list[ScannedFile]
+    # reason -> relative paths ("excluded", "too-large", "unreadable", "symlink-dir",
+    # "broken-symlink", "symlink-outside-root"); excluded folders end with "/".
+    skipped: dict[str, list[str]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class FileContent:
+    text: str  # LF line endings, no BOM, invalid UTF-8 replaced by U+FFFD
+    sha256: str  # of the raw bytes on disk
+    had_invalid_utf8: bool
+
+
+def _norm(rel_path: str) -> str:
+    rel = rel_path.replace("\\", "/").strip("/")
+    while rel.startswith("./"):
+        rel = rel[2:]
+    return "" if rel == "." else rel
+
+
+def _parent(rel: str) -> str:
+    return rel.rpartition("/")[0]
+
+
+def _ancestors(rel: str) -> list[str]:
+    """Folders containing ``rel``, outermost first: "a/b/c.py" -> ["", "a", "a/b"]."""
+    parts = rel.split("/")[:-1]
+    return [""] + ["/".join(parts[: i + 1]) for i in range(len(parts))]
+
+
+class WorkspaceFilter:
+    """Decides whether a path (relative to ``root``) belongs in the index.
+
+    Built once per root; cheap to ask per file event. ``.gitignore`` files are read lazily and
+    cached: call :meth:`forget` when one changes (see :meth:`is_rule_file`).
+    """
+
+    def __init__(self, root: Path, settings: Settings, *, index_dir: Path | None = None):
+        self.root = Path(root).resolve()
+        self.settings = settings
+        self._extensions = frozenset(e.lower() for e in settings.extensions)
+        self._use_gitignore = settings.use_gitignore
+        self._gitignores: dict[str, pathspec.GitIgnoreSpec | None] = {}
+        self._dir_cache: dict[str, bool] = {}
+        self._config = pathspec.GitIgnoreSpec.from_lines(settings.exclude)
+        self._info_exclude = self._read_spec(self.root / ".git" / "info" / "exclude")
+        index = Path(index_dir) if index_dir is not None else settings.index_dir(self.root)
+        self._index_rel = self.relative(index)
+
+    def relative(self, path: str | os.PathLike[str]) -> str | None:
+        """``path`` as a POSIX path relative to the root, or ``None`` if it lies outside."""
+        path = Path(os.path.normpath(self.root / path))  # an absolute ``path`` replaces root
+        for candidate in (path, path.resolve()):
+            try:
+                rel = _norm(candidate.relative_to(self.root).as_posix())
+            except ValueError:
+                continue
+            if rel != ".." and not rel.startswith("../"):  # relative_to is purely lexical
+                return rel
+        return None
+
+    def includes(self, rel_path: str, is_dir: bool = False) -> bool:
+        """True if ``rel_path`` (a file, or a folder when ``is_dir``) is indexed, considering its
+        extension, built-in excludes, ``exclude`` and every applicable ignore file."""
+        rel = _norm(rel_path)
+        if not rel or rel == ".." or rel.startswith("../"):
+            return False
+        # As in git, nothing inside an excluded folder can be re-included.
+        if any(self.excludes_dir(d) for d in _ancestors(rel)[1:]):
+            return False
+        if is_dir:
+            return not self.excludes_dir(rel)
+        return self.has_extension(rel) and not self._ignored(rel, is_dir=False)
+
+    def has_extension(self, rel_path: str) -> bool:
+        """True if the file name ends with a configured extension (case-insensitive)."""
+        return os.path.splitext(rel_path)[1].lower() in self._extensions
+
+    def excludes_dir(self, rel_dir: str) -> bool:
+        """True if the folder itself is excluded (its ancestors are not checked)."""
+        rel = _norm(rel_dir)
+        if rel not in self._dir_cache:
+            self._dir_cache[rel] = self._compute_dir_excluded(rel)
+        return self._dir_cache[rel]
+
+    def is_rule_file(self, rel_path: str) -> bool:
+        """True for files whose change alters the rules (the caller should then rescan)."""
+        rel = _norm(rel_path)
+        name = rel.rpartition("/")[2]
+        return name in (".gitignore", VENV_MARKER) or rel == ".git/info/exclude"
+
+    def forget(self, rel_path: str) -> None:
+        """Drop cached rules after ``rel_path`` (a ``.gitignore``, ``pyvenv.cfg``…) changed."""
+        rel = _norm(rel_path)
+        self._gitignores.pop(_parent(rel), None)
+        if rel == ".git/info/exclude":
+            self._info_exclude = self._read_spec(self.root / ".git" / "info" / "exclude")
+        self._dir_cache.clear()
+
+    def _compute_dir_excluded(self, rel: str) -> bool:
+        if not rel:
+            return False
+        name = rel.rpartition("/")[2]
+        if name in DEFAULT_EXCLUDED_DIRS or name.endswith(DEFAULT_EXCLUDED_DIR_SUFFIXES):
+            return True
+        if self._index_rel and rel == self._index_rel:
+            return True
+        if (self.root / rel / VENV_MARKER).is_file():
+            return True
+        return self._ignored(rel, is_dir=True)
+
+    def _ignored(self, rel: str, *, is_dir: bool) -> bool:
+        """Gitignore layers, weakest first; the last one with a matching pattern decides."""
+        layers: list[tuple[str, pathspec.GitIgnoreSpec | None]] = []
+        if self._use_gitignore:
+            layers.append(("", self._info_exclude))
+            layers.extend((d, self._gitignore(d)) for d in _ancestors(rel))
+        layers.append(("", self._config))
+        decision = False
+        for base, spec in layers:
+            if spec is None:
+                continue
+            sub = rel[len(base) + 1:] if base else rel
+            result = spec.check_file(sub + "/" if is_dir else sub)
+            if result.include is not None:
+                decision = result.include
+        return decision
+
+    def _gitignore(self, rel_dir: str) -> pathspec.GitIgnoreSpec | None:
+        if rel_dir not in self._gitignores:
+            self._gitignores[rel_dir] = self._read_spec(self.root / rel_dir / ".gitignore")
+        return self._gitignores[rel_dir]
+
+    @staticmethod
+    def _read_spec(path: Path) -> pathspec.GitIgnoreSpec | None:
+        try:
+            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            log.warning("cannot read %s: %s", path, exc)
+            return None
+        return pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
+
+
+def scan_workspace(
+    root: Path, settings: Settings, *, index_dir: Path | None = None
+) -> ScanReport:
+    """Every indexable file under ``root``, in path order, plus what was skipped and why.
+
+    Folder symlinks are never followed (no loops); a file symlink is kept if its target is inside
+    the root. Excluded folders are not entered. File contents are not read here.
+    """
+    rules = WorkspaceFilter(root, settings, index_dir=index_dir)
+    files: list[ScannedFile] = []
+    skipped: dict[str, list[str]] = defaultdict(list)
+    stack = [""]
+    while stack:
+        rel_dir = stack.pop()
+        try:
+            with os.scandir(rules.root / rel_dir) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            log.warning("cannot list %s: %s", rules.root / rel_dir, exc)
+            skipped["unreadable"].append(rel_dir + "/")
+            continue
+        for entry in entries:
+            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+            try:
+                found = _visit(rules, entry, rel, skipped)
+            except OSError as exc:  # vanished or unreadable mid-scan
+                log.warning("cannot stat %s: %s", entry.path, exc)
+                skipped["unreadable"].append(rel)
+                continue
+            if found == "dir":
+                stack.append(rel)
+            elif isinstance(found, ScannedFile):
+                files.append(found)
+    files.sort(key=lambda f: f.path)
+    return ScanReport(files=files, skipped=dict(skipped))
+
+
+def _visit(
+    rules: WorkspaceFilter, entry: os.DirEntry[str], rel: str, skipped: dict[str, list[str]]
+) -> ScannedFile | str | None:
+    """One directory entry: ``"dir"`` to descend, a ScannedFile to keep, or None."""
+    if entry.is_dir(follow_symlinks=False):
+        if rules.excludes_dir(rel):
+            skipped["excluded"].append(rel + "/")
+            return None
+        return "dir"
+    if entry.is_symlink():
+        if entry.is_dir():
+            skipped["symlink-dir"].append(rel)
+            return None
+        if not rules.has_extension(rel):
+            return None
+        if not entry.is_file():
+            skipped["broken-symlink"].append(rel)
+            return None
+        if rules.relative(os.path.realpath(entry.path)) is None:
+            skipped["symlink-outside-root"].append(rel)
+            return None
+    elif not entry.is_file(follow_symlinks=False) or not rules.has_extension(rel):
+        return None  # sockets, FIFOs, devices, and files of other types
+    if not rules.includes(rel):
+        skipped["excluded"].append(rel)
+        return None
+    info = entry.stat()  # follows a file symlink to its target
+    if info.st_size > rules.settings.max_file_bytes:
+        skipped["too-large"].append(rel)
+        return None
+    return ScannedFile(rel, Path(entry.path), info.st_size, info.st_mtime_ns)
+
+
+def read_text_file(abs_path: Path, max_bytes: int) -> FileContent | str:
+    """The file's text, or a reason it is skipped: ``"binary"``, ``"too-large"``, ``"missing"``
+    or ``"unreadable: <why>"``. Never raises for a bad file.
+
+    Line endings become LF and a UTF-8 BOM is dropped, so line numbers match editors.
+    """
+    try:
+        info = os.stat(abs_path)
+        if not stat.S_ISREG(info.st_mode):  # reading a FIFO would block forever
+            return "unreadable: not a regular file"
+        if info.st_size > max_bytes:
+            return "too-large"
+        with open(abs_path, "rb") as handle:
+            raw = handle.read(max_bytes + 1)
+    except FileNotFoundError:
+        return "missing"  # deleted since it was listed: normal during edits
+    except OSError as exc:
+        log.warning("cannot read %s: %s", abs_path, exc)
+        return f"unreadable: {exc.strerror or exc}"
+    if len(raw) > max_bytes:  # grew after stat
+        return "too-large"
+    if b"\0" in raw[:BINARY_SNIFF_BYTES]:
+        return "binary"
+    body = raw[len(_BOM):] if raw.startswith(_BOM) else raw
+    try:
+        text, bad = body.decode("utf-8"), False
+    except UnicodeDecodeError:
+        text, bad = body.decode("utf-8", errors="replace"), True
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return FileContent(text, hashlib.sha256(raw).hexdigest(), bad)

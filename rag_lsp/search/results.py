@@ -1,0 +1,66 @@
+"""What a search returns: one result per file, listing the matching line ranges."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+SNIPPET_MAX_LINES = 12
+
+
+@dataclass(frozen=True)
+class SearchFilters:
+    """Restrict a search. Empty tuples mean "no restriction"."""
+
+    paths: tuple[str, ...] = ()  # gitignore-style globs on workspace-relative paths
+    languages: tuple[str, ...] = ()
+    kinds: tuple[str, ...] = ()
+
+
+@dataclass
+class LineRange:
+    start_line: int  # 1-based
+    end_line: int  # inclusive
+    score: float
+
+
+@dataclass
+class SearchResult:
+    """A file that matched: its best chunk's range and every matching range, best first."""
+
+    path: str  # POSIX, relative to the workspace root
+    start_line: int
+    end_line: int
+    score: float
+    kind: str
+    symbol: str
+    language: str
+    ranges: list[LineRange]
+    snippet: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class SearchResponse:
+    query: str
+    mode: str  # the mode actually used ("lexical" when the model is unavailable)
+    took_ms: float
+    results: list[SearchResult]
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {
+            "query": self.query,
+            "mode": self.mode,
+            "took_ms": round(self.took_ms, 2),
+            "results": [r.to_dict() for r in self.results],
+            "warnings": self.warnings,
+        }
+
+
+def snippet_of(text: str, max_lines: int = SNIPPET_MAX_LINES) -> str:
+    lines = text.split("\n")
+    if len(lines) <= max_lines:
+        return text
+    return "\n".join(lines[:max_lines]) + "\n…"

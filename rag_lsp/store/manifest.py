@@ -1,0 +1,58 @@
+"""The index manifest: which model and schema wrote an index, so vectors are never mixed."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from rag_lsp.errors import IndexCorruptError, IndexMismatchError
+
+SCHEMA_VERSION = 1
+MANIFEST_NAME = "manifest.json"
+REBUILD_HINT = "Run `rag-lsp index --full` to rebuild the index with the current model."
+
+
+@dataclass
+class IndexManifest:
+    schema_version: int
+    model_id: str
+    model_sha256: str
+    dimension: int
+    created_at: str
+    last_indexed_at: str | None = None
+
+    @classmethod
+    def read(cls, index_dir: Path) -> IndexManifest | None:
+        path = index_dir / MANIFEST_NAME
+        if not path.exists():
+            return None
+        try:
+            return cls(**json.loads(path.read_text(encoding="utf-8")))
+        except (ValueError, TypeError) as exc:
+            raise IndexCorruptError(
+                f"index manifest {path} is unreadable ({exc}). {REBUILD_HINT}"
+            ) from exc
+
+    def write(self, index_dir: Path) -> None:
+        # Write-then-rename: a crash mid-write never leaves a half manifest.
+        index_dir.mkdir(parents=True, exist_ok=True)
+        tmp = index_dir / (MANIFEST_NAME + ".tmp")
+        tmp.write_text(json.dumps(asdict(self), indent=2) + "\n", encoding="utf-8")
+        os.replace(tmp, index_dir / MANIFEST_NAME)
+
+    def check_compatible(self, index_dir: Path, model_id: str, model_sha256: str, dim: int):
+        """Raise :class:`IndexMismatchError` naming both sides and the fix."""
+        if self.schema_version != SCHEMA_VERSION:
+            raise IndexMismatchError(
+                f"index at {index_dir} has schema version {self.schema_version}; this rag-lsp "
+                f"writes version {SCHEMA_VERSION}. {REBUILD_HINT}"
+            )
+        same_hash = not model_sha256 or not self.model_sha256 or model_sha256 == self.model_sha256
+        if self.model_id != model_id or self.dimension != dim or not same_hash:
+            raise IndexMismatchError(
+                f"index at {index_dir} was written by model {self.model_id} "
+                f"(sha256 {self.model_sha256[:12]}…, dims {self.dimension}); this server uses "
+                f"{model_id} (sha256 {model_sha256[:12]}…, dims {dim}). {REBUILD_HINT}"
+            )

@@ -1,0 +1,204 @@
+"""The engine API: open a workspace's index, keep it current, search it, report status.
+
+Both the CLI and the language server use this; nothing here knows about either.
+
+    from rag_lsp import Workspace
+    ws = Workspace.open("path/to/repo")
+    ws.index()
+    for hit in ws.search("where are redirects followed?").results:
+        print(hit.path, hit.start_line, hit.end_line, hit.score)
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from rag_lsp.config import Settings, load_settings
+from rag_lsp.embedding.embedder import OnnxEmbedder
+from rag_lsp.embedding.model_files import find_model
+from rag_lsp.embedding.tokenizer import ModelTokenCounter
+from rag_lsp.errors import RagLspError
+from rag_lsp.indexing.indexer import Indexer, IndexReport, ProgressCallback
+from rag_lsp.search.hybrid import MODES, search_chunks
+from rag_lsp.search.results import SearchFilters, SearchResponse
+from rag_lsp.store.lance_store import ChunkStore
+from rag_lsp.store.manifest import SCHEMA_VERSION, IndexManifest
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class WorkspaceStatus:
+    root: str
+    index_dir: str
+    indexed: bool
+    files: int
+    chunks: int
+    model_id: str
+    model_sha256: str
+    dimension: int
+    last_indexed_at: str | None
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+class Workspace:
+    """One workspace folder and its on-disk index."""
+
+    def __init__(self, root: Path, settings: Settings, embedder: OnnxEmbedder):
+        self.root = root
+        self.settings = settings
+        self.embedder = embedder
+        self.index_dir = settings.index_dir(root)
+        self._counter = ModelTokenCounter(embedder.files.tokenizer_path)
+        self._index_lock = threading.Lock()
+        self._store: ChunkStore | None = None
+
+    @classmethod
+    def open(
+        cls,
+        root: str | Path,
+        settings: Settings | None = None,
+        *,
+        embedder: OnnxEmbedder | None = None,
+    ) -> Workspace:
+        """Open ``root`` with its ``.rag-lsp.json`` settings (or ``settings``) and the model.
+
+        Raises :class:`~rag_lsp.errors.RagLspError` subclasses with a message saying how to
+        fix what is wrong (missing model, invalid settings).
+        """
+        root_path = Path(root).expanduser().resolve()
+        if not root_path.is_dir():
+            raise RagLspError(f"workspace root {root_path} is not a directory")
+        settings = settings or load_settings(root_path)
+        if embedder is None:
+            embedder = OnnxEmbedder(
+                find_model(settings.model_dir), batch_size=settings.embed_batch_size
+            )
+        return cls(root_path, settings, embedder)
+
+    # ---- index -------------------------------------------------------------------------
+
+    def has_index(self) -> bool:
+        return IndexManifest.read(self.index_dir) is not None
+
+    def _open_store(self, full: bool = False) -> ChunkStore:
+        manifest = IndexManifest.read(self.index_dir)
+        if manifest is not None and not full:
+            manifest.check_compatible(
+                self.index_dir,
+                self.embedder.model_id,
+                self.embedder.model_sha256,
+                self.embedder.dimension,
+            )
+        if full or manifest is None:
+            self._drop_tables()
+            IndexManifest(
+                SCHEMA_VERSION,
+                self.embedder.model_id,
+                self.embedder.model_sha256,
+                self.embedder.dimension,
+                _now(),
+            ).write(self.index_dir)
+        if self._store is None or full:
+            self._store = ChunkStore(self.index_dir, self.embedder.dimension)
+        return self._store
+
+    def _drop_tables(self) -> None:
+        import shutil
+
+        self._store = None
+        for name in ("chunks.lance", "files.lance"):
+            shutil.rmtree(self.index_dir / name, ignore_errors=True)
+
+    def _indexer(self, store: ChunkStore) -> Indexer:
+        return Indexer(
+            self.root,
+            self.settings,
+            store,
+            lambda texts: self.embedder.embed(texts),
+            self._counter,
+            self.index_dir,
+        )
+
+    def index(self, *, full: bool = False, progress: ProgressCallback | None = None) -> IndexReport:
+        """Bring the index up to date; ``full`` drops it and rebuilds from scratch."""
+        with self._index_lock:
+            store = self._open_store(full=full)
+            report = self._indexer(store).run(progress)
+            self._stamp()
+            return report
+
+    def update(self, rel_paths: list[str]) -> IndexReport:
+        """Re-index just these workspace-relative paths (created, changed or deleted)."""
+        with self._index_lock:
+            report = self._indexer(self._open_store()).update_paths(rel_paths)
+            self._stamp()
+            return report
+
+    def _stamp(self) -> None:
+        manifest = IndexManifest.read(self.index_dir)
+        if manifest is not None:
+            manifest.last_indexed_at = _now()
+            manifest.write(self.index_dir)
+
+    # ---- search ------------------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        *,
+        top_k: int | None = None,
+        threshold: float | None = None,
+        mode: str | None = None,
+        filters: SearchFilters | None = None,
+    ) -> SearchResponse:
+        """Files relevant to ``query``, best first (see :mod:`rag_lsp.search.hybrid`)."""
+        started = time.perf_counter()
+        mode = mode or self.settings.search_mode
+        if mode not in MODES:
+            raise RagLspError(f"search mode {mode!r} is not one of {', '.join(MODES)}")
+        if not query.strip():
+            raise RagLspError("the search query is empty; pass some words to look for")
+        store = self._open_store()
+        results = search_chunks(
+            store,
+            query,
+            mode=mode,
+            top_k=top_k or self.settings.top_k,
+            threshold=self.settings.threshold if threshold is None else threshold,
+            filters=filters or SearchFilters(),
+            embed_query=self.embedder.embed_query,
+        )
+        took_ms = (time.perf_counter() - started) * 1000
+        return SearchResponse(query, mode, took_ms, results)
+
+    # ---- status ------------------------------------------------------------------------
+
+    def status(self) -> WorkspaceStatus:
+        manifest = IndexManifest.read(self.index_dir)
+        files = chunks = 0
+        if manifest is not None:
+            store = self._open_store()
+            files, chunks = store.count_files(), store.count_chunks()
+        return WorkspaceStatus(
+            root=str(self.root),
+            index_dir=str(self.index_dir),
+            indexed=manifest is not None,
+            files=files,
+            chunks=chunks,
+            model_id=self.embedder.model_id,
+            model_sha256=self.embedder.model_sha256,
+            dimension=self.embedder.dimension,
+            last_indexed_at=manifest.last_indexed_at if manifest else None,
+        )

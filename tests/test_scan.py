@@ -1,0 +1,192 @@
+"""Workspace scan on real files: ignore rules, default excludes, caps, and bad files."""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+
+from rag_lsp.config import Settings
+from rag_lsp.indexing import scan
+from rag_lsp.indexing.scan import (
+    FileContent,
+    WorkspaceFilter,
+    read_text_file,
+    scan_workspace,
+)
+
+
+def make(root: Path, files: dict[str, str | bytes]) -> None:
+    for rel, content in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
+
+
+def scanned(root: Path, settings: Settings | None = None, **kw) -> list[str]:
+    return [f.path for f in scan_workspace(root, settings or Settings(), **kw).files]
+
+
+def assert_filter_agrees(root: Path, settings: Settings, **kw) -> None:
+    """Every file on disk is included by the filter exactly when the scan found it."""
+    found = set(scanned(root, settings, **kw))
+    rules = WorkspaceFilter(root, settings, **kw)
+    for dirpath, _dirnames, filenames in os.walk(root):
+        for name in filenames:
+            rel = Path(dirpath, name).relative_to(root).as_posix()
+            assert rules.includes(rel) == (rel in found), rel
+
+
+def test_nested_gitignore_with_negation_and_anchors(tmp_path):
+    make(tmp_path, {
+        ".gitignore": "*.log.py\n/top_only.py\ngenerated/\n!keep.log.py\n",
+        "top_only.py": "", "sub/top_only.py": "",  # anchored: only the root one is ignored
+        "a.log.py": "", "keep.log.py": "", "sub/b.log.py": "",
+        "generated/x.py": "", "sub/generated/y.py": "",
+        "sub/.gitignore": "local.py\n!b.log.py\n/anchored.py\n",
+        "sub/local.py": "", "local.py": "", "sub/anchored.py": "", "sub/deep/anchored.py": "",
+        "main.py": "",
+    })
+    assert scanned(tmp_path) == [
+        "keep.log.py", "local.py", "main.py",
+        "sub/b.log.py",  # re-included by the nested .gitignore
+        "sub/deep/anchored.py", "sub/top_only.py",
+    ]
+    assert_filter_agrees(tmp_path, Settings())
+    # with gitignore off, only built-in rules apply
+    assert len(scanned(tmp_path, Settings(use_gitignore=False))) == 12
+
+
+def test_git_info_exclude_and_excluded_dir_cannot_be_reincluded(tmp_path):
+    make(tmp_path, {
+        ".git/info/exclude": "secret.py\n",
+        ".gitignore": "out/\n!out/keep.py\n",
+        "secret.py": "", "out/keep.py": "", "ok.py": "",
+    })
+    assert scanned(tmp_path) == ["ok.py"]
+    report = scan_workspace(tmp_path, Settings())
+    assert "out/" in report.skipped["excluded"] and ".git/" in report.skipped["excluded"]
+
+
+def test_default_excludes(tmp_path):
+    make(tmp_path, {
+        "node_modules/pkg/index.js": "", "myenv/pyvenv.cfg": "home = /usr", "myenv/lib/x.py": "",
+        ".venv/lib/y.py": "", "env/real_code.py": "",  # "env" without pyvenv.cfg is just a folder
+        "pkg/__pycache__/m.py": "", "build/gen.py": "", "dist/d.js": "", "target/t.rs": "",
+        "a.egg-info/PKG.txt": "", ".rag-lsp/meta.json": "", ".mypy_cache/c.json": "",
+        "src/app.py": "", ".github/workflows/ci.yml": "",
+    })
+    assert scanned(tmp_path) == [".github/workflows/ci.yml", "env/real_code.py", "src/app.py"]
+    rules = WorkspaceFilter(tmp_path, Settings())
+    assert not rules.includes("myenv", is_dir=True) and not rules.includes("myenv/lib/x.py")
+    assert_filter_agrees(tmp_path, Settings())
+
+
+def test_index_dir_anywhere_under_root_is_excluded(tmp_path):
+    make(tmp_path, {"var/idx/data.json": "{}", "var/other.json": "{}"})
+    assert scanned(tmp_path, index_dir=tmp_path / "var" / "idx") == ["var/other.json"]
+    assert scanned(tmp_path, Settings(index_path="var/idx")) == ["var/other.json"]
+
+
+def test_configured_excludes(tmp_path):
+    make(tmp_path, {
+        "docs/gen/a.md": "", "docs/b.md": "", "x.min.js": "", "x.js": "",
+        "vendor/lib.py": "", "vendor/keep.py": "",
+    })
+    settings = Settings(exclude=("docs/gen/", "*.min.js", "vendor/*", "!vendor/keep.py"))
+    assert scanned(tmp_path, settings) == ["docs/b.md", "vendor/keep.py", "x.js"]
+    assert_filter_agrees(tmp_path, settings)
+
+
+def test_extension_filter_is_case_insensitive(tmp_path):
+    make(tmp_path, {"a.PY": "", "b.md": "", "c.bin": "", "Makefile": "", ".bashrc": ""})
+    assert scanned(tmp_path, Settings(extensions=(".py",))) == ["a.PY"]
+    assert scanned(tmp_path, Settings(extensions=(".Md", ".py"))) == ["a.PY", "b.md"]
+
+
+def test_size_cap(tmp_path):
+    make(tmp_path, {"big.py": "x" * 101, "small.py": "x" * 100})
+    report = scan_workspace(tmp_path, Settings(max_file_bytes=100))
+    assert [f.path for f in report.files] == ["small.py"]
+    assert report.skipped["too-large"] == ["big.py"]
+    small = report.files[0]
+    assert small.size == 100 and small.abs_path == (tmp_path / "small.py").resolve()
+    assert small.mtime_ns == (tmp_path / "small.py").stat().st_mtime_ns
+    assert read_text_file(tmp_path / "big.py", 100) == "too-large"
+
+
+def test_symlinks(tmp_path):
+    make(tmp_path, {"real/a.py": "print(1)", "outside/o.py": ""})
+    root = tmp_path / "ws"
+    make(root, {"src/a.py": ""})
+    (root / "src" / "loop").symlink_to(root, target_is_directory=True)  # dir -> its ancestor
+    (root / "alias.py").symlink_to(root / "src" / "a.py")
+    (root / "escape.py").symlink_to(tmp_path / "outside" / "o.py")
+    (root / "broken.py").symlink_to(root / "nope.py")
+    report = scan_workspace(root, Settings())
+    assert [f.path for f in report.files] == ["alias.py", "src/a.py"]
+    assert report.skipped["symlink-dir"] == ["src/loop"]
+    assert report.skipped["symlink-outside-root"] == ["escape.py"]
+    assert report.skipped["broken-symlink"] == ["broken.py"]
+
+
+def test_read_text_binary_utf8_crlf(tmp_path):
+    make(tmp_path, {
+        "bin.py": b"abc\x00def",
+        "late_nul.txt": b"a" * 9000 + b"\x00",  # NUL after the sniffed prefix: still text
+        "bad.py": b"ok \xff\xfe end\n",
+        "crlf.py": b"\xef\xbb\xbfa\r\nb\rc\n",
+    })
+    assert read_text_file(tmp_path / "bin.py", 1000) == "binary"
+    assert isinstance(read_text_file(tmp_path / "late_nul.txt", 10_000), FileContent)
+    bad = read_text_file(tmp_path / "bad.py", 1000)
+    assert isinstance(bad, FileContent) and bad.had_invalid_utf8
+    assert bad.text == "ok \ufffd\ufffd end\n"
+    crlf = read_text_file(tmp_path / "crlf.py", 1000)
+    assert isinstance(crlf, FileContent) and not crlf.had_invalid_utf8
+    assert crlf.text == "a\nb\nc\n"
+    assert crlf.sha256 == hashlib.sha256(b"\xef\xbb\xbfa\r\nb\rc\n").hexdigest()
+
+
+def test_unreadable_and_missing_files_give_reasons(tmp_path, monkeypatch, caplog):
+    make(tmp_path, {"locked.py": "x", "fine.py": "y"})
+    locked = tmp_path / "locked.py"
+
+    def fake_open(path, *args, **kwargs):
+        if Path(path) == locked:
+            raise PermissionError(13, "Permission denied", str(path))
+        return builtins.open(path, *args, **kwargs)
+
+    monkeypatch.setattr(scan, "open", fake_open, raising=False)
+    assert read_text_file(locked, 1000) == "unreadable: Permission denied"
+    assert "locked.py" in caplog.text
+    assert isinstance(read_text_file(tmp_path / "fine.py", 1000), FileContent)
+    assert read_text_file(tmp_path / "gone.py", 1000) == "missing"
+    assert read_text_file(tmp_path, 1000) == "unreadable: not a regular file"
+
+
+def test_fifo_is_not_read(tmp_path):
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("no FIFOs on this platform")
+    os.mkfifo(tmp_path / "pipe.py")
+    assert scanned(tmp_path) == []
+    assert read_text_file(tmp_path / "pipe.py", 1000) == "unreadable: not a regular file"
+
+
+def test_filter_paths_and_rule_changes(tmp_path):
+    make(tmp_path, {"a/b.py": "", ".gitignore": ""})
+    rules = WorkspaceFilter(tmp_path, Settings())
+    assert rules.includes("a/b.py") and rules.includes("./a/b.py") and rules.includes("a\\b.py")
+    assert not rules.includes("../x.py") and not rules.includes("")
+    assert rules.relative(tmp_path / "a" / "b.py") == "a/b.py"
+    assert rules.relative(tmp_path.parent / "elsewhere.py") is None
+    assert rules.is_rule_file("a/.gitignore") and not rules.is_rule_file("a/b.py")
+    (tmp_path / "a" / ".gitignore").write_text("b.py\n")
+    rules.forget("a/.gitignore")
+    assert not rules.includes("a/b.py")
