@@ -1,11 +1,17 @@
-"""Shared fixtures. Tests use the real model files: run `make setup` first."""
+"""Shared fixtures. Tests use the real model files and real LanceDB: run `make setup` first."""
 
 from __future__ import annotations
 
+import textwrap
+from pathlib import Path
+
 import pytest
 
+from rag_lsp.config import Settings
+from rag_lsp.embedding.embedder import OnnxEmbedder
 from rag_lsp.embedding.model_files import find_model
 from rag_lsp.embedding.tokenizer import ModelTokenCounter
+from rag_lsp.workspace import Workspace
 
 
 @pytest.fixture(scope="session")
@@ -16,3 +22,125 @@ def model_files():
 @pytest.fixture(scope="session")
 def token_counter(model_files) -> ModelTokenCounter:
     return ModelTokenCounter(model_files.tokenizer_path)
+
+
+@pytest.fixture(scope="session")
+def embedder(model_files) -> OnnxEmbedder:
+    return OnnxEmbedder(model_files)
+
+
+SAMPLE_FILES = {
+    "src/http/client.py": '''
+        """A tiny HTTP client."""
+
+        import urllib.request
+
+        MAX_HOPS = 5
+
+
+        class TooManyRedirects(Exception):
+            """Raised when a response keeps redirecting."""
+
+
+        def follow_redirects(response, max_hops=MAX_HOPS):
+            """Follow 3xx responses to their Location header, at most max_hops times."""
+            for _ in range(max_hops):
+                if response.status not in (301, 302, 303, 307, 308):
+                    return response
+                response = urllib.request.urlopen(response.headers["Location"])
+            raise TooManyRedirects(max_hops)
+        ''',
+    "src/auth/passwords.py": '''
+        """Password storage."""
+
+        import hashlib
+        import os
+
+
+        def hash_password(password: str) -> str:
+            """Hash a password with a random per-user salt using PBKDF2."""
+            salt = os.urandom(16)
+            digest = hashlib.pbkdf2_hmac("sha256", password.encode(), salt, 200_000)
+            return salt.hex() + ":" + digest.hex()
+
+
+        def verify_password(password: str, stored: str) -> bool:
+            """Check a password against the stored salt and digest."""
+            salt_hex, digest_hex = stored.split(":")
+            digest = hashlib.pbkdf2_hmac("sha256", password.encode(), bytes.fromhex(salt_hex),
+                                         200_000)
+            return digest.hex() == digest_hex
+        ''',
+    "src/cache/lru.py": '''
+        from collections import OrderedDict
+
+
+        class LRUCache:
+            """Keeps the most recently used entries, evicting the oldest when full."""
+
+            def __init__(self, capacity: int):
+                self.capacity = capacity
+                self.entries = OrderedDict()
+
+            def get(self, key):
+                if key not in self.entries:
+                    return None
+                self.entries.move_to_end(key)
+                return self.entries[key]
+
+            def put(self, key, value):
+                self.entries[key] = value
+                self.entries.move_to_end(key)
+                if len(self.entries) > self.capacity:
+                    self.entries.popitem(last=False)
+        ''',
+    "docs/guide.md": """
+        # User guide
+
+        This project is a small demo application.
+
+        ## Installation
+
+        Create a virtual environment and install the package with pip.
+
+        ```bash
+        # not a heading: a comment in a fence
+        pip install -e .
+        ```
+
+        ## Deployment
+
+        The service runs in a container behind an nginx reverse proxy.
+        """,
+    "web/static/app.js": """
+        function debounce(fn, ms) {
+          let timer;
+          return (...args) => {
+            clearTimeout(timer);
+            timer = setTimeout(() => fn(...args), ms);
+          };
+        }
+        """,
+}
+
+
+def write_files(root: Path, files: dict[str, str]) -> None:
+    for rel, body in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(body).lstrip("\n"), encoding="utf-8")
+
+
+@pytest.fixture
+def sample_root(tmp_path) -> Path:
+    root = tmp_path / "repo"
+    write_files(root, SAMPLE_FILES)
+    return root
+
+
+@pytest.fixture
+def workspace(sample_root, embedder) -> Workspace:
+    """An indexed sample workspace (real model, real LanceDB in the tmp folder)."""
+    ws = Workspace.open(sample_root, Settings.from_dict({}), embedder=embedder)
+    ws.index()
+    return ws

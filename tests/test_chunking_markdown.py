@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_chunking_text import check_invariants, ranges, token_counter, words  # noqa: F401
 
 from rag_lsp.chunking import ChunkOptions, chunk_document
 from rag_lsp.chunking.markdown import chunk_markdown
+from tests.test_chunking_text import check_invariants, ranges, words
 
 
 def sections(chunks):

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_chunking_text import check_invariants, token_counter, words  # noqa: F401
 
 from rag_lsp.chunking import ChunkOptions, chunk_document
 from rag_lsp.chunking.python_code import chunk_python
+from tests.test_chunking_text import check_invariants, words
 
 SAMPLE = '''\
 """Module docstring."""
@@ -134,7 +134,7 @@ def compute(
 
 
 def test_oversized_function_pieces_keep_the_signature(token_counter):
-    options = ChunkOptions(max_tokens=60)
+    options = ChunkOptions(max_tokens=80)
     chunks = chunk_python(BIG_FUNCTION, token_counter, options)
     signature = 'def compute(\na: int,\nb: dict[str, int] = {"k": 1},\n) -> int:'
     assert len(chunks) > 1
@@ -152,7 +152,7 @@ def test_oversized_function_pieces_keep_the_signature(token_counter):
 def test_oversized_method_context_has_class_and_signature(token_counter):
     text = "class Box:\n" + "\n".join(
         "    " + line if line else "" for line in BIG_FUNCTION.splitlines()) + "\n"
-    options = ChunkOptions(max_tokens=70)
+    options = ChunkOptions(max_tokens=90)
     chunks = chunk_python(text, token_counter, options)
     methods = [c for c in chunks if c.kind == "method"]
     assert len(methods) > 1 and {c.symbol for c in methods} == {"Box.compute"}
@@ -200,7 +200,8 @@ def _definition(kind: str, name: str, body_lines: int, decorated: bool) -> str:
         return f"{head}class {name}:\n{body}\n    def m(self):\n{body.replace('    ', '        ')}"
     if kind == "def":
         return f"{head}def {name}(a,\n        b):\n{body}"
-    return f"{name} = [\n{body.replace('=', ':')}\n]" if body_lines else f"{name} = 1"
+    items = "\n".join(f"    '{words(6)}'," for _ in range(body_lines))
+    return f"{name} = [\n{items}\n]" if body_lines else f"{name} = 1"
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

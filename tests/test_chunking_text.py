@@ -14,14 +14,6 @@ from rag_lsp.chunking import (
     chunk_text,
     language_for,
 )
-from rag_lsp.embedding.model_files import TOKENIZER_NAME, default_model_dir
-from rag_lsp.embedding.tokenizer import ModelTokenCounter
-
-
-@pytest.fixture(scope="session")
-def token_counter() -> ModelTokenCounter:
-    # The real tokenizer; unlike conftest's fixture this does not also need model.onnx.
-    return ModelTokenCounter(default_model_dir() / TOKENIZER_NAME)
 
 
 def check_invariants(chunks: list[Chunk], text: str, counter, options: ChunkOptions,

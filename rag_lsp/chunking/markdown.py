@@ -8,6 +8,7 @@ single block is itself over the limit.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from dataclasses import dataclass
 
 from rag_lsp.chunking.text_windows import DEFAULT_OPTIONS, LineTokens, Range
@@ -88,11 +89,12 @@ def chunk_markdown(text: str, counter: TokenCounter,
     lt = LineTokens(text, counter)
     blocks = find_blocks(lt.lines)
     headings = find_headings(lt.lines, blocks)
+    block_at = dict(blocks)  # first line -> last line of each fenced block
     chunks: list[Chunk] = []
     for start, end, path, inner in _sections(len(lt), headings):
         for s, e, symbol in _pieces(lt, start, end, path, inner, options.max_tokens):
             context = lt.fit_context(symbol, options.max_tokens)
-            for rs, re_ in _split(lt, s, e, lt.budget(context, options.max_tokens), blocks):
+            for rs, re_ in _split(lt, s, e, lt.budget(context, options.max_tokens), block_at):
                 chunks.append(lt.chunk(rs, re_, "section", symbol, context, options.max_tokens))
     return chunks
 
@@ -102,15 +104,20 @@ def _sections(n: int, headings: list[Heading]):
     tops = [h for h in headings if h.level <= 2]
     starts = [0] + [h.start for h in tops]
     ends = [h.start - 1 for h in tops] + [n - 1]
+    h3s = [h for h in headings if h.level == 3]
     h1 = h2 = ""
     for k, (start, end) in enumerate(zip(starts, ends, strict=True)):
         if k > 0:
             head = tops[k - 1]
             h1, h2 = (head.title, "") if head.level == 1 else (h1, head.title)
         path = " > ".join(t for t in (h1, h2) if t) if k > 0 else ""
-        inner = [h for h in headings if h.level == 3 and start < h.start <= end]
+        lo, hi = bisect_right(h3s, start, key=_start), bisect_right(h3s, end, key=_start)
         if start <= end:
-            yield start, end, path, inner
+            yield start, end, path, h3s[lo:hi]
+
+
+def _start(heading: Heading) -> int:
+    return heading.start
 
 
 def _pieces(lt: LineTokens, start: int, end: int, path: str, h3s: list[Heading],
@@ -128,14 +135,13 @@ def _pieces(lt: LineTokens, start: int, end: int, path: str, h3s: list[Heading],
 
 
 def _split(lt: LineTokens, start: int, end: int, budget: int,
-           blocks: list[Range]) -> list[Range]:
+           block_at: dict[int, int]) -> list[Range]:
     """Ranges within ``budget``: paragraphs first, then lines, keeping code fences whole."""
     trimmed = lt.trim(start, end)
     if trimmed is None:
         return []
     if lt.tokens(start, end) <= budget:
         return [trimmed]
-    block_at = {s: e for s, e in blocks if start <= s <= end}
     # Atoms are single lines or whole fenced blocks; paragraphs are atoms between blank lines.
     paragraphs: list[list[Range]] = []
     i = start

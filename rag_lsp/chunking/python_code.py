@@ -65,15 +65,16 @@ class _PythonChunker:
     def members(self, body, def_types, start: int, end: int, emit_def, gap_kind: str,
                 symbol: str, gap_context: str) -> None:
         """Hand each definition in ``body`` to ``emit_def``; chunk the lines between them."""
-        gap_start = start
+        gap_start, between = start, []
         for node in body:
             if not isinstance(node, def_types):
+                between.append(node)
                 continue
             def_start = self.attached_start(node, gap_start)
-            self.gap(gap_start, def_start - 1, body, gap_kind, symbol, gap_context)
+            self.gap(gap_start, def_start - 1, between, gap_kind, symbol, gap_context)
             emit_def(node, def_start)
-            gap_start = node.end_lineno  # 0-based index of the line after the definition
-        self.gap(gap_start, end, body, gap_kind, symbol, gap_context)
+            gap_start, between = node.end_lineno, []  # end_lineno: 0-based line after the def
+        self.gap(gap_start, end, between, gap_kind, symbol, gap_context)
 
     def attached_start(self, node: ast.stmt, floor: int) -> int:
         """0-based first line of a definition: decorators and comment lines right above it."""
@@ -82,26 +83,21 @@ class _PythonChunker:
             start -= 1
         return start
 
-    def gap(self, start: int, end: int, body, kind: str, symbol: str, context: str) -> None:
-        """Chunk non-definition lines ``start..end`` (module code or a class's own lines)."""
-        if self.lt.trim(start, end) is None:
-            return
-        stmts = [n for n in body if _span(n)[0] <= end and _span(n)[1] >= start]
-        self.emit(start, end, stmts, kind, symbol, context)
+    def gap(self, start: int, end: int, stmts, kind: str, symbol: str, context: str) -> None:
+        """Chunk lines ``start..end`` between definitions (module code or a class's own)."""
+        if self.lt.trim(start, end) is not None:
+            self.emit(start, end, stmts, kind, symbol, context)
 
     def class_def(self, node: ast.ClassDef, start: int) -> None:
         end = node.end_lineno - 1
         if self.lt.tokens(start, end) <= self.max_tokens:
             self.add(start, end, "class", node.name, "")
             return
-        header = self.lt.fit_context(self.signature(node), self.max_tokens)
+        header = self.signature_context(node)
 
         def emit_method(method: ast.stmt, method_start: int) -> None:
-            signature = self.signature(method)
-            context = self.lt.fit_context(f"{header}\n{signature}" if header else signature,
-                                          self.max_tokens) or header
             self.definition(method, method_start, "method", f"{node.name}.{method.name}",
-                            header, context)
+                            header, self.signature_context(method, header))
 
         # Nested classes are not split out: they stay in the class's own chunks.
         self.members(node.body, _FUNCS, start, end, emit_method, "class", node.name, header)
@@ -114,7 +110,7 @@ class _PythonChunker:
             self.add(start, end, kind, symbol, context)
             return
         if piece_context is None:
-            piece_context = self.lt.fit_context(self.signature(node), self.max_tokens)
+            piece_context = self.signature_context(node)
         self.emit(start, end, [node], kind, symbol, piece_context)
 
     def emit(self, start: int, end: int, stmts, kind: str, symbol: str, context: str) -> None:
@@ -145,6 +141,15 @@ class _PythonChunker:
         trimmed = self.lt.trim(start, end)
         if trimmed is not None:
             self.chunks.append(self.lt.chunk(*trimmed, kind, symbol, context, self.max_tokens))
+
+    def signature_context(self, node: ast.stmt, prefix: str = "") -> str:
+        """``prefix`` + the signature; cut to its first line, then to ``prefix``, if too long."""
+        signature = self.signature(node)
+        for candidate in (signature, signature.split("\n")[0]):
+            context = f"{prefix}\n{candidate}" if prefix else candidate
+            if self.lt.fit_context(context, self.max_tokens):
+                return context
+        return prefix
 
     def signature(self, node: ast.stmt) -> str:
         """The ``def``/``class`` line(s) up to the colon that opens the body."""

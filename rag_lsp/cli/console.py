@@ -11,7 +11,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from rag_lsp.indexing.indexer import IndexProgress
 
-err = Console(stderr=True, highlight=False)
+# soft_wrap: never break an error message mid-line (users grep and paste them).
+err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 @contextlib.contextmanager

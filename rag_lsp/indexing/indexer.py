@@ -112,11 +112,12 @@ class Indexer:
         for reason, paths in scan.skipped.items():
             report.skip(reason, len(paths))
         known = self.store.file_records()
+        self._index_files(scan.files, known, report, notify)
+        # Removed last, so a renamed file's chunks can still lend their vectors above.
         gone = sorted(set(known) - {f.path for f in scan.files})
         if gone:
             self.store.remove_files(gone)
-            report.files_removed = len(gone)
-        self._index_files(scan.files, known, report, notify)
+            report.files_removed += len(gone)
         self._finish(report, started, notify)
         return report
 
@@ -142,11 +143,11 @@ class Indexer:
                 present.append(ScannedFile(rel, abs_path, stat.st_size, stat.st_mtime_ns))
             elif rel in known:
                 removed.append(rel)
-        if removed:
-            self.store.remove_files(removed)
-            report.files_removed = len(removed)
         report.files_scanned = len(present)
         self._index_files(present, known, report, lambda _p: None)
+        if removed:
+            self.store.remove_files(removed)
+            report.files_removed += len(removed)
         report.chunks_total = self.store.count_chunks()
         report.seconds = time.monotonic() - started
         return report

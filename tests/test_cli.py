@@ -1,0 +1,123 @@
+"""The `rag-lsp` command as a user runs it: a real process, real model, real index."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .conftest import SAMPLE_FILES, write_files
+
+RESULT_KEYS = {"path", "start_line", "end_line", "score", "kind", "symbol", "language",
+               "ranges", "snippet"}
+
+
+def rag(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "rag_lsp", *args], capture_output=True, text=True, cwd=cwd,
+        timeout=300,
+    )
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("cli") / "repo"
+    write_files(root, SAMPLE_FILES)
+    return root
+
+
+def test_search_without_index_indexes_first_and_prints_json(repo):
+    proc = rag("search", "where are redirects followed?", "--root", str(repo), "--json")
+    assert proc.returncode == 0, proc.stderr
+    payload = json.loads(proc.stdout)
+    assert set(payload) >= {"query", "took_ms", "results"}
+    assert payload["query"] == "where are redirects followed?"
+    assert isinstance(payload["took_ms"], float)
+    top = payload["results"][0]
+    assert set(top) == RESULT_KEYS
+    assert top["path"] == "src/http/client.py"
+    assert isinstance(top["start_line"], int) and top["start_line"] >= 1
+    assert top["end_line"] >= top["start_line"]
+    assert isinstance(top["score"], float)
+    assert top["ranges"][0] == {"start_line": top["start_line"], "end_line": top["end_line"],
+                                "score": top["score"]}
+    assert "indexing" in proc.stderr
+
+
+def test_index_prints_a_summary_and_reuses_everything_next_time(repo):
+    proc = rag("index", str(repo))
+    assert proc.returncode == 0, proc.stderr
+    assert "files scanned" in proc.stdout and "0 embedded" in proc.stdout
+    proc = rag("index", str(repo), "--json")
+    report = json.loads(proc.stdout)
+    assert report["files_unchanged"] == 5 and report["chunks_embedded"] == 0
+
+
+def test_batch_search_prints_one_line_per_query(repo, tmp_path):
+    batch = tmp_path / "queries.jsonl"
+    batch.write_text(
+        '{"id": "q1", "query": "hash a password"}\n'
+        '{"id": 2, "query": "debounce a function"}\n'
+        "not json\n",
+        encoding="utf-8",
+    )
+    proc = rag("search", "--batch", str(batch), "--root", str(repo), "--json", "-k", "2")
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [line["id"] for line in lines] == ["q1", 2, None]
+    assert lines[0]["results"][0]["path"] == "src/auth/passwords.py"
+    assert lines[1]["results"][0]["path"] == "web/static/app.js"
+    assert len(lines[0]["results"]) <= 2
+    assert "not JSON" in lines[2]["error"] and ":3:" in lines[2]["error"]
+    assert proc.returncode == 1  # one query failed
+
+
+def test_status_json(repo):
+    proc = rag("status", str(repo), "--json")
+    assert proc.returncode == 0, proc.stderr
+    status = json.loads(proc.stdout)
+    assert status["files"] == 5 and status["indexed"] is True
+    assert status["dimension"] == 384 and status["last_indexed_at"]
+
+
+def test_invalid_settings_name_the_setting_and_rule(tmp_path):
+    (tmp_path / ".rag-lsp.json").write_text('{"chunkTokens": 1000, "searchMode": "fuzzy"}')
+    proc = rag("index", str(tmp_path))
+    assert proc.returncode == 1
+    assert "`chunkTokens` = 1000" in proc.stderr and "at most 254" in proc.stderr
+    assert "`searchMode`" in proc.stderr and "'hybrid'" in proc.stderr
+
+
+def test_bad_flag_value_names_the_flag(repo):
+    proc = rag("search", "x", "--root", str(repo), "-k", "0", "--json")
+    assert proc.returncode == 1
+    assert "`topK` = 0 in -k" in json.loads(proc.stdout)["error"]
+
+
+def test_missing_model_dir_says_how_to_get_the_model(repo, tmp_path):
+    proc = rag("search", "x", "--root", str(repo), "--model-dir", str(tmp_path / "none"))
+    assert proc.returncode == 1
+    assert "rag-lsp model install" in proc.stderr
+
+
+def test_missing_root_is_a_clear_error(tmp_path):
+    proc = rag("index", str(tmp_path / "absent"))
+    assert proc.returncode == 1 and "not a directory" in proc.stderr
+
+
+@pytest.mark.parametrize("command", [[], ["index"], ["search"], ["status"], ["model"],
+                                     ["model", "install"], ["model", "status"]])
+def test_every_command_has_help(command):
+    proc = rag(*command, "--help")
+    assert proc.returncode == 0 and "usage: rag-lsp" in proc.stdout
+
+
+def test_model_status_and_idempotent_install():
+    status = rag("model", "status", "--json")
+    assert status.returncode == 0 and json.loads(status.stdout)["ok"] is True
+    install = rag("model", "install", "--json")
+    assert install.returncode == 0, install.stderr
+    assert json.loads(install.stdout)["installed"] is False
+    assert "already installed" in install.stderr

@@ -1,0 +1,75 @@
+"""The ONNX embedder against sentence-transformers' own vectors, and model file checks."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from rag_lsp.embedding.install import REFERENCE_PATH, model_status
+from rag_lsp.embedding.model_files import ModelFiles, find_model, verify_files
+from rag_lsp.errors import ModelIntegrityError, ModelNotFoundError
+
+
+@pytest.fixture(scope="module")
+def reference():
+    data = json.loads(REFERENCE_PATH.read_text(encoding="utf-8"))
+    vectors = np.asarray(data["vectors"], dtype=np.float32)
+    return data["texts"], vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("batch_size", [1, 3, 16])
+def test_vectors_match_sentence_transformers(embedder, reference, batch_size):
+    texts, expected = reference
+    ours = embedder.embed(texts, batch_size=batch_size)
+    cosines = (ours * expected).sum(axis=1)
+    assert cosines.min() >= 0.9999, dict(zip(texts, cosines.round(6)))
+
+
+def test_vectors_are_unit_length_and_keep_input_order(embedder, reference):
+    texts, expected = reference
+    reordered = list(reversed(texts))
+    ours = embedder.embed(reordered, batch_size=4)
+    assert np.allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
+    assert ((ours * expected[::-1]).sum(axis=1) >= 0.9999).all()
+
+
+def test_reference_set_covers_truncation(embedder, reference):
+    texts, _ = reference
+    lengths = embedder.token_lengths(texts)
+    assert max(lengths) == 256  # one text is longer than the model reads
+    assert embedder.embed([]).shape == (0, 384)
+
+
+def test_related_texts_are_closer_than_unrelated(embedder):
+    query, near, far = embedder.embed(
+        ["how are passwords hashed?", "def hash_password(pw): return pbkdf2(pw, salt)",
+         "The deployment runs behind an nginx reverse proxy."]
+    )
+    assert query @ near > query @ far + 0.1
+
+
+def test_explicit_model_dir_missing_says_how_to_fix(tmp_path):
+    with pytest.raises(ModelNotFoundError) as info:
+        find_model(tmp_path / "nowhere")
+    message = str(info.value)
+    assert "model.onnx" in message and "rag-lsp model install" in message
+
+
+def test_tampered_model_file_is_rejected(tmp_path, model_files):
+    shutil.copyfile(model_files.tokenizer_path, tmp_path / "tokenizer.json")
+    with open(tmp_path / "tokenizer.json", "a", encoding="utf-8") as handle:
+        handle.write(" ")
+    (tmp_path / "model.onnx").symlink_to(model_files.onnx_path)
+    files = ModelFiles(tmp_path, tmp_path / "model.onnx", tmp_path / "tokenizer.json", "models")
+    with pytest.raises(ModelIntegrityError, match="model install --force"):
+        verify_files(files)
+
+
+def test_model_status_reports_a_checked_model():
+    status = model_status()
+    assert status["ok"] is True, status
+    assert status["min_reference_cosine"] >= 0.9999
+    assert status["origin"] == "models"

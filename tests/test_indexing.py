@@ -1,0 +1,164 @@
+"""Incremental indexing against a real LanceDB index and the real model."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from rag_lsp.config import Settings
+from rag_lsp.errors import IndexCorruptError, IndexMismatchError
+from rag_lsp.store.manifest import MANIFEST_NAME
+from rag_lsp.workspace import Workspace
+
+
+class EmbedSpy:
+    """Counts texts sent to the real embedder."""
+
+    def __init__(self, embedder):
+        self.real = embedder.embed
+        self.texts: list[str] = []
+
+    def __call__(self, texts, **kwargs):
+        self.texts.extend(texts)
+        return self.real(texts, **kwargs)
+
+
+@pytest.fixture
+def spy(workspace, monkeypatch):
+    spy = EmbedSpy(workspace.embedder)
+    monkeypatch.setattr(workspace.embedder, "embed", spy)
+    return spy
+
+
+def paths_in_index(ws: Workspace) -> set[str]:
+    return set(ws._open_store().file_records())
+
+
+def test_first_index_embeds_every_file(workspace):
+    status = workspace.status()
+    assert status.files == 5
+    assert status.chunks >= 8
+    assert paths_in_index(workspace) == {
+        "src/http/client.py", "src/auth/passwords.py", "src/cache/lru.py", "docs/guide.md",
+        "web/static/app.js",
+    }
+    assert (workspace.index_dir / MANIFEST_NAME).is_file()
+
+
+def test_reindex_without_changes_embeds_nothing(workspace, spy):
+    report = workspace.index()
+    assert report.files_unchanged == 5
+    assert report.files_indexed == 0
+    assert spy.texts == []
+
+
+def test_touched_file_with_same_bytes_is_not_reembedded(workspace, spy, sample_root):
+    path = sample_root / "src/cache/lru.py"
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 5_000_000_000))
+    report = workspace.index()
+    assert report.files_indexed == 0 and report.files_unchanged == 5
+    assert spy.texts == []
+
+
+def test_editing_one_function_embeds_only_its_new_chunks(workspace, spy, sample_root):
+    path = sample_root / "src/auth/passwords.py"
+    source = path.read_text(encoding="utf-8")
+    path.write_text(source.replace("200_000)\n    return salt", "300_000)\n    return salt"),
+                    encoding="utf-8")
+    report = workspace.index()
+    assert report.files_indexed == 1
+    assert report.chunks_embedded == 1 == len(spy.texts)
+    assert "300_000" in spy.texts[0] and "def hash_password" in spy.texts[0]
+    assert report.chunks_reused >= 2  # the module header and verify_password kept their vectors
+    hit = workspace.search("hash a password with a salt", top_k=1).results[0]
+    assert hit.path == "src/auth/passwords.py"
+
+
+def test_deleted_file_disappears_from_search(workspace, sample_root):
+    (sample_root / "src/http/client.py").unlink()
+    report = workspace.index()
+    assert report.files_removed == 1
+    assert "src/http/client.py" not in paths_in_index(workspace)
+    hits = workspace.search("follow HTTP redirects", threshold=0.0).results
+    assert all(h.path != "src/http/client.py" for h in hits)
+
+
+def test_renamed_file_moves_without_reembedding(workspace, spy, sample_root):
+    (sample_root / "src/cache/lru.py").rename(sample_root / "src/cache/recent.py")
+    report = workspace.index()
+    assert report.files_removed == 1 and report.files_indexed == 1
+    assert spy.texts == [] and report.chunks_embedded == 0
+    hit = workspace.search("evict the least recently used entry", top_k=1).results[0]
+    assert hit.path == "src/cache/recent.py"
+
+
+def test_update_paths_handles_create_change_delete(workspace, sample_root):
+    (sample_root / "src/new_module.py").write_text(
+        "def parse_invoice_total(xml):\n    return sum(line.amount for line in xml)\n",
+        encoding="utf-8",
+    )
+    (sample_root / "web/static/app.js").unlink()
+    report = workspace.update(["src/new_module.py", "web/static/app.js", "not/there.py"])
+    assert report.files_indexed == 1 and report.files_removed == 1
+    assert "src/new_module.py" in paths_in_index(workspace)
+    assert "web/static/app.js" not in paths_in_index(workspace)
+    hit = workspace.search("parse invoice total", top_k=1).results[0]
+    assert hit.path == "src/new_module.py"
+
+
+def test_paths_with_quotes_are_indexed_updated_and_removed(workspace, sample_root):
+    odd = sample_root / "src" / "it's \"odd\".py"
+    odd.write_text("def quoted_path_function():\n    return 'o''k'\n", encoding="utf-8")
+    workspace.index()
+    assert "src/it's \"odd\".py" in paths_in_index(workspace)
+    odd.write_text("def quoted_path_function():\n    return 2\n", encoding="utf-8")
+    assert workspace.index().files_indexed == 1
+    odd.unlink()
+    assert workspace.index().files_removed == 1
+    assert "src/it's \"odd\".py" not in paths_in_index(workspace)
+
+
+def test_binary_and_oversized_files_are_skipped_and_reported(sample_root, embedder):
+    (sample_root / "blob.txt").write_bytes(b"\x00\x01\x02" * 100)
+    (sample_root / "huge.txt").write_text("word " * 5000, encoding="utf-8")
+    (sample_root / "latin1.txt").write_bytes("caf\xe9 cr\xe8me".encode("latin-1"))
+    ws = Workspace.open(sample_root, Settings.from_dict({"maxFileBytes": 10_000}),
+                        embedder=embedder)
+    report = ws.index()
+    assert report.files_skipped.get("binary") == 1
+    assert report.files_skipped.get("too-large") == 1
+    assert "latin1.txt" in paths_in_index(ws)  # decoded with replacement, still indexed
+
+
+def test_index_from_another_model_is_refused_with_the_fix(workspace):
+    manifest_path = workspace.index_dir / MANIFEST_NAME
+    manifest = json.loads(manifest_path.read_text())
+    manifest.update(model_id="other/model-768", dimension=768)
+    manifest_path.write_text(json.dumps(manifest))
+    reopened = Workspace.open(workspace.root, workspace.settings, embedder=workspace.embedder)
+    with pytest.raises(IndexMismatchError) as info:
+        reopened.search("anything")
+    message = str(info.value)
+    assert "other/model-768" in message and "dims 768" in message and "dims 384" in message
+    assert "rag-lsp index --full" in message
+    report = reopened.index(full=True)
+    assert report.files_indexed == 5
+    assert reopened.search("follow redirects", top_k=1).results[0].path == "src/http/client.py"
+
+
+def test_corrupt_manifest_is_reported(workspace):
+    (workspace.index_dir / MANIFEST_NAME).write_text("{not json")
+    reopened = Workspace.open(workspace.root, workspace.settings, embedder=workspace.embedder)
+    with pytest.raises(IndexCorruptError, match="rag-lsp index --full"):
+        reopened.status()
+
+
+def test_gitignored_files_are_not_indexed(sample_root, embedder):
+    (sample_root / ".gitignore").write_text("docs/\n", encoding="utf-8")
+    ws = Workspace.open(sample_root, Settings.from_dict({}), embedder=embedder)
+    ws.index()
+    assert "docs/guide.md" not in paths_in_index(ws)
+    assert not any(p.startswith(".rag-lsp") for p in paths_in_index(ws))

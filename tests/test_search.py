@@ -1,0 +1,106 @@
+"""Hybrid, vector and lexical search over a real index with the real model."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag_lsp.config import Settings
+from rag_lsp.errors import RagLspError
+from rag_lsp.search.hybrid import rrf_fuse
+from rag_lsp.search.results import SearchFilters
+from rag_lsp.workspace import Workspace
+
+from .conftest import SAMPLE_FILES, write_files
+
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory, embedder):
+    """Indexed once for the module: these tests only read."""
+    root = tmp_path_factory.mktemp("search") / "repo"
+    write_files(root, SAMPLE_FILES)
+    ws = Workspace.open(root, Settings.from_dict({}), embedder=embedder)
+    ws.index()
+    return ws
+
+
+QUESTIONS = [
+    ("where are redirects followed?", "src/http/client.py", "follow_redirects"),
+    ("how are passwords hashed and salted?", "src/auth/passwords.py", "hash_password"),
+    ("evict the oldest cache entry when full", "src/cache/lru.py", "LRUCache"),
+    ("how do I install it?", "docs/guide.md", "User guide > Installation"),
+]
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "vector"])
+@pytest.mark.parametrize(("question", "path", "symbol"), QUESTIONS)
+def test_natural_language_question_finds_the_right_code(workspace, mode, question, path, symbol):
+    top = workspace.search(question, mode=mode, top_k=3).results[0]
+    assert (top.path, top.symbol) == (path, symbol)
+    assert 0.2 < top.score <= 1.0
+
+
+def test_result_points_at_exact_lines(workspace):
+    top = workspace.search("follow redirects to the Location header", top_k=1).results[0]
+    lines = (workspace.root / top.path).read_text().split("\n")
+    assert lines[top.start_line - 1].startswith("def follow_redirects")
+    assert lines[top.end_line - 1].strip() == "raise TooManyRedirects(max_hops)"
+    assert top.snippet.startswith("def follow_redirects")
+
+
+def test_lexical_mode_matches_words_inside_identifiers(workspace):
+    response = workspace.search("redirects", mode="lexical", top_k=3)
+    assert response.mode == "lexical"
+    assert response.results[0].path == "src/http/client.py"
+    assert response.results[0].score > 0  # BM25, not a cosine
+
+
+def test_chunks_of_one_file_merge_into_one_result(workspace):
+    results = workspace.search("password", threshold=0.0, top_k=10).results
+    paths = [r.path for r in results]
+    assert len(paths) == len(set(paths))
+    passwords = next(r for r in results if r.path == "src/auth/passwords.py")
+    assert len(passwords.ranges) >= 2
+    assert passwords.ranges[0].start_line == passwords.start_line
+
+
+def test_results_are_capped_at_top_k(workspace):
+    assert len(workspace.search("code", threshold=0.0, top_k=2).results) == 2
+
+
+def test_threshold_drops_weak_matches(workspace):
+    question = "quantum chromodynamics lattice simulation"
+    assert workspace.search(question, threshold=0.5).results == []
+    assert workspace.search(question, threshold=0.0).results
+
+
+@pytest.mark.parametrize(
+    ("filters", "allowed"),
+    [
+        (SearchFilters(paths=("src/auth/**",)), {"src/auth/passwords.py"}),
+        (SearchFilters(paths=("*.md",)), {"docs/guide.md"}),
+        (SearchFilters(languages=("javascript",)), {"web/static/app.js"}),
+        (SearchFilters(kinds=("class",)), {"src/cache/lru.py", "src/http/client.py"}),
+    ],
+)
+def test_filters_restrict_results(workspace, filters, allowed):
+    results = workspace.search("function", threshold=0.0, filters=filters).results
+    assert results and {r.path for r in results} <= allowed
+
+
+def test_filter_matching_nothing_returns_nothing(workspace):
+    filters = SearchFilters(paths=("nothing/here/**",))
+    assert workspace.search("password", threshold=0.0, filters=filters).results == []
+
+
+def test_bad_mode_and_empty_query_say_what_is_wrong(workspace):
+    with pytest.raises(RagLspError, match="not one of vector, lexical, hybrid"):
+        workspace.search("x", mode="fuzzy")
+    with pytest.raises(RagLspError, match="query is empty"):
+        workspace.search("   ")
+
+
+def test_rrf_rewards_agreement():
+    fused = rrf_fuse(["a", "b", "c"], ["b", "c", "a"])
+    assert max(fused, key=fused.get) == "b"
+    assert set(fused) == {"a", "b", "c"}
