@@ -83,7 +83,7 @@ class Workspace:
         settings = settings or load_settings(root_path)
         if embedder is None:
             embedder = OnnxEmbedder(
-                find_model(settings.model_dir), batch_size=settings.embed_batch_size
+                find_model(settings.model_path(root_path)), batch_size=settings.embed_batch_size
             )
         return cls(root_path, settings, embedder)
 

@@ -25,7 +25,7 @@ def test_vectors_match_sentence_transformers(embedder, reference, batch_size):
     texts, expected = reference
     ours = embedder.embed(texts, batch_size=batch_size)
     cosines = (ours * expected).sum(axis=1)
-    assert cosines.min() >= 0.9999, dict(zip(texts, cosines.round(6)))
+    assert cosines.min() >= 0.9999, dict(zip(texts, cosines.round(6), strict=True))
 
 
 def test_vectors_are_unit_length_and_keep_input_order(embedder, reference):

@@ -13,7 +13,6 @@ from rag_lsp.workspace import Workspace
 from .conftest import SAMPLE_FILES, write_files
 
 
-
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory, embedder):
     """Indexed once for the module: these tests only read."""

@@ -19,7 +19,8 @@ from sentence_transformers import SentenceTransformer
 
 HERE = Path(__file__).resolve().parent
 LONG_PROSE = " ".join(
-    f"Sentence {i} explains how the indexer batches files before embedding them." for i in range(60)
+    f"Sentence {i} explains how the indexer batches files before embedding them."
+    for i in range(60)
 )
 TEXTS = [
     "where are redirects followed?",
@@ -30,10 +31,12 @@ TEXTS = [
     "            return response\n"
     "        response = fetch(response.headers['Location'])\n"
     "    raise TooManyRedirects(max_hops)",
-    "class LRUCache:\n    def __init__(self, capacity: int) -> None:\n        self.capacity = capacity",
+    "class LRUCache:\n    def __init__(self, capacity: int) -> None:\n"
+    "        self.capacity = capacity",
     "# Installation\n\nRun `make setup` to create the virtual environment and install the model.",
     "SELECT id, title FROM posts WHERE author_id = ? ORDER BY created_at DESC LIMIT 10;",
-    "function debounce(fn, ms) { let t; return (...a) => { clearTimeout(t); t = setTimeout(() => fn(...a), ms); }; }",
+    "function debounce(fn, ms) { let t; return (...a) => "
+    "{ clearTimeout(t); t = setTimeout(() => fn(...a), ms); }; }",
     "Password hashes are stored with bcrypt; the salt is per user.",
     "ünïcödé text, Кириллица, 中文字符 and emoji 🚀",
     "short",

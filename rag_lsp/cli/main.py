@@ -92,7 +92,11 @@ def _print_json(payload: object) -> None:
 
 
 def _open_workspace(root: str, args: argparse.Namespace, extra: dict | None = None) -> Workspace:
-    overrides = {"modelDir": args.model_dir, "indexPath": args.index_path, **(extra or {})}
+    # Paths given as flags are relative to where the user stands, not to the workspace root.
+    flag_paths = {"modelDir": args.model_dir, "indexPath": args.index_path}
+    overrides = {k: str(Path(v).expanduser().resolve()) if v else None
+                 for k, v in flag_paths.items()}
+    overrides.update(extra or {})
     root_path = Path(root).expanduser().resolve()
     if not root_path.is_dir():
         raise RagLspError(f"workspace root {root} is not a directory")

@@ -220,9 +220,9 @@ class Indexer:
         vectors = self.store.vectors_for_hashes(hashes)
         missing = sorted({h for h in hashes if h not in vectors})
         if missing:
-            text_of = dict(zip(hashes, embed_texts))
+            text_of = dict(zip(hashes, embed_texts, strict=True))
             fresh = self._embed([text_of[h] for h in missing])
-            vectors.update(zip(missing, fresh))
+            vectors.update(zip(missing, fresh, strict=True))
         report.chunks_embedded += len(missing)
         report.chunks_reused += len(hashes) - len(missing)
         rows: list[dict] = []

@@ -107,9 +107,7 @@ class ChunkStore:
 
     def file_records(self) -> dict[str, FileRecord]:
         table = self._files.to_arrow()
-        return {
-            row["path"]: FileRecord(**row) for row in table.to_pylist()
-        }
+        return {row["path"]: FileRecord(**row) for row in table.to_pylist()}
 
     def count_chunks(self) -> int:
         return self._chunks.count_rows()
@@ -129,9 +127,8 @@ class ChunkStore:
                 .limit(None)
                 .to_arrow()
             )
-            for h, v in zip(
-                rows.column("content_hash").to_pylist(), rows.column("vector").to_pylist()
-            ):
+            hashes_col = rows.column("content_hash").to_pylist()
+            for h, v in zip(hashes_col, rows.column("vector").to_pylist(), strict=True):
                 found.setdefault(h, np.asarray(v, dtype=np.float32))
         return found
 
