@@ -82,10 +82,6 @@ class LineTokens:
             out.append(current)
         return [r for r in (self.trim(s, e) for s, e in out) if r is not None]
 
-    def split_lines(self, start: int, end: int, budget: int) -> list[Range]:
-        """Last resort: pack single lines."""
-        return self.pack(((i, i) for i in range(start, end + 1)), budget)
-
 
 def window_ranges(lt: LineTokens, options: ChunkOptions) -> list[Range]:
     """Overlapping windows of whole lines, each within the window size."""
