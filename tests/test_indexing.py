@@ -162,3 +162,14 @@ def test_gitignored_files_are_not_indexed(sample_root, embedder):
     ws.index()
     assert "docs/guide.md" not in paths_in_index(ws)
     assert not any(p.startswith(".rag-lsp") for p in paths_in_index(ws))
+
+
+def test_progress_reports_counts_that_end_at_the_totals(sample_root, embedder):
+    events = []
+    ws = Workspace.open(sample_root, Settings.from_dict({}), embedder=embedder)
+    report = ws.index(progress=events.append)
+    phases = [e.phase for e in events]
+    assert phases[0] == "scan" and phases[-1] == "finish"
+    last = [e for e in events if e.phase == "index"][-1]
+    assert (last.files_done, last.files_total) == (5, 5)
+    assert last.chunks_embedded == report.chunks_embedded > 0

@@ -1,13 +1,15 @@
 """Splitting files into retrievable chunks, sized in embedding-model tokens.
 
 Every chunk's ``text`` is exactly its source lines, and ``context + "\\n" + text`` fits in
-``max_tokens`` — except a single line that alone is longer, which is emitted by itself (the
-model truncates it) because chunks never cut a line.
+``max_tokens``. The one exception to whole lines: a single line longer than the limit is cut
+into consecutive pieces (each an exact slice of that line), since the model would otherwise
+silently drop everything past its first ~254 word-pieces.
 """
 
 from __future__ import annotations
 
 from rag_lsp.chunking.languages import language_for
+from rag_lsp.chunking.long_lines import split_long_lines
 from rag_lsp.chunking.markdown import chunk_markdown
 from rag_lsp.chunking.python_code import chunk_python
 from rag_lsp.chunking.text_windows import DEFAULT_OPTIONS, chunk_text
@@ -28,7 +30,9 @@ def chunk_document(text: str, language: str, counter: TokenCounter,
     in log messages and gives Python module chunks their symbol.
     """
     if language == "markdown":
-        return chunk_markdown(text, counter, options)
-    if language == "python":
-        return chunk_python(text, counter, options, path=path)
-    return chunk_text(text, counter, options)
+        chunks = chunk_markdown(text, counter, options)
+    elif language == "python":
+        chunks = chunk_python(text, counter, options, path=path)
+    else:
+        chunks = chunk_text(text, counter, options)
+    return split_long_lines(chunks, counter, options.max_tokens)

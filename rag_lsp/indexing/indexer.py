@@ -174,13 +174,11 @@ class Indexer:
                 if item is not None:
                     pending.append(item)
                     pending_chunks += len(item.chunks)
-            if pending_chunks >= WRITE_BATCH_CHUNKS:
+            if pending_chunks >= WRITE_BATCH_CHUNKS or (done == total and pending):
                 self._write(pending, report)
                 pending, pending_chunks = [], 0
             if done % 25 == 0 or done == total:
                 notify(IndexProgress("index", done, total, report.chunks_embedded))
-        if pending:
-            self._write(pending, report)
         if unchanged:
             self.store.touch_files(unchanged)
 

@@ -1,0 +1,238 @@
+"""Indexing a generated workspace: initial index, no-op re-index, touched files, edited files.
+
+Generates N files (~200 lines each; 60% Python modules with classes, functions and
+docstrings, 40% Markdown with headings, paragraphs and code fences) from a seed, with varied
+vocabulary so that chunks are distinct (identical chunks share one vector by content hash,
+which would flatter the figures). Then times ``Workspace.index`` for:
+
+1. the initial index (files, chunks, chunks embedded, peak RSS);
+2. a re-index with nothing changed (must embed 0 chunks: size+mtime check);
+3. 100 files rewritten with identical bytes and a new mtime (0 embedded: sha256 check);
+4. 10 Python files with one function edited each (only the changed chunks embedded);
+5. 10 more such edits delivered as file events through ``Workspace.update(paths)``.
+
+    .venv/bin/python bench/index_workspace.py --files 50      # quick
+    .venv/bin/python bench/index_workspace.py                 # 1,000 files
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from rag_lsp import Workspace
+from rag_lsp.config import Settings
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "bench" / "results"
+BASE_WORDS = ("cache index token vector query store shard batch window queue stream frame "
+              "packet socket buffer ledger invoice order cart user account session policy "
+              "route graph node edge tree heap matrix tensor signal sensor metric alert "
+              "report parser lexer schema record field column row table cursor lock worker "
+              "task job retry timeout backoff budget quota tenant region zone replica").split()
+SYLLABLES = "ka lo mi ra ten vor zu pel qua dri sen fo bal nix tor gem hul ost yar cle".split()
+
+
+class Vocab:
+    """Real words plus made-up ones, so every file's identifiers and prose differ."""
+
+    def __init__(self, rng: random.Random):
+        self.rng = rng
+        made_up = {"".join(rng.choices(SYLLABLES, k=rng.randint(2, 3))) for _ in range(600)}
+        self.words = BASE_WORDS + sorted(made_up)
+
+    def word(self) -> str:
+        return self.rng.choice(self.words)
+
+    def name(self, parts: int = 2) -> str:
+        return "_".join(self.word() for _ in range(parts))
+
+    def sentence(self, lo: int = 6, hi: int = 16) -> str:
+        words = [self.word() for _ in range(self.rng.randint(lo, hi))]
+        return " ".join(words).capitalize() + "."
+
+
+def gen_function(v: Vocab, indent: str = "", method: bool = False) -> list[str]:
+    rng, args = v.rng, [v.name(1) for _ in range(v.rng.randint(1, 3))]
+    sig = ", ".join((["self"] if method else []) + args)
+    body = [f'def {v.name()}({sig}):', f'    """{v.sentence()}', "",
+            f"    {v.sentence()}", '    """', f"    {(acc := v.name())} = {rng.randint(0, 999)}"]
+    for _ in range(rng.randint(2, 6)):
+        body += [f"    for item in {rng.choice(args)}:",
+                 f"        if item.{v.word()} > {rng.randint(1, 500)}:",
+                 f"            {acc} += item.{v.word()}  # {v.sentence(3, 6)}"]
+    body.append(f"    return {acc}")
+    return [indent + line if line else line for line in body] + [""]
+
+
+def gen_python(v: Vocab) -> str:
+    lines = [f'"""{v.sentence()}"""', "", "from __future__ import annotations", "",
+             f"import {v.rng.choice(['os', 'json', 're', 'math', 'time'])}", "",
+             f"{v.name().upper()} = {v.rng.randint(1, 10_000)}", "", ""]
+    lines += gen_function(v) + [""]  # at least one top-level function (edited later)
+    while len(lines) < 190:
+        if v.rng.random() < 0.4:
+            lines += [f"class {v.word().capitalize()}{v.word().capitalize()}:",
+                      f'    """{v.sentence()}"""', ""]
+            for _ in range(v.rng.randint(2, 3)):
+                lines += gen_function(v, "    ", method=True)
+            lines.append("")
+        else:
+            lines += gen_function(v) + [""]
+    return "\n".join(lines) + "\n"
+
+
+def gen_markdown(v: Vocab) -> str:
+    lines = [f"# {v.sentence(2, 5)[:-1]}", "", v.sentence(10, 30), ""]
+    while len(lines) < 190:
+        lines += [f"## {v.sentence(2, 5)[:-1]}", ""]
+        for _ in range(v.rng.randint(1, 3)):
+            lines += [" ".join(v.sentence() for _ in range(v.rng.randint(2, 5))), ""]
+        if v.rng.random() < 0.5:
+            lines += [f"- {v.sentence(3, 8)}" for _ in range(v.rng.randint(2, 5))] + [""]
+        if v.rng.random() < 0.5:
+            lines += ["```python", *gen_function(v)[:-1], "```", ""]
+        if v.rng.random() < 0.3:
+            lines += [f"### {v.sentence(2, 4)[:-1]}", "", v.sentence(10, 25), ""]
+    return "\n".join(lines) + "\n"
+
+
+def generate(root: Path, files: int, seed: int) -> list[Path]:
+    rng = random.Random(seed)
+    vocab = Vocab(rng)
+    paths = []
+    for i in range(files):
+        is_python = i % 5 < 3
+        sub = root / f"pkg{i // 50:02d}"
+        sub.mkdir(parents=True, exist_ok=True)
+        path = sub / (f"mod_{i:04d}.py" if is_python else f"doc_{i:04d}.md")
+        path.write_text(gen_python(vocab) if is_python else gen_markdown(vocab), "utf-8")
+        paths.append(path)
+    return paths
+
+
+def edit_one_function(path: Path, tag: str) -> None:
+    """Change the return line of the first top-level function (one chunk's content)."""
+    lines = path.read_text("utf-8").split("\n")
+    start = next(i for i, line in enumerate(lines) if line.startswith("def "))
+    ret = next(i for i in range(start, len(lines)) if lines[i].startswith("    return "))
+    lines[ret] = f"{lines[ret]} + 1  # edited {tag}"
+    path.write_text("\n".join(lines), "utf-8")
+
+
+class RssSampler:
+    """Peak resident memory (VmRSS from /proc/self/status) since the last reset()."""
+
+    def __init__(self, interval: float = 0.05):
+        self.peak_kb = 0
+        self._interval = interval
+        threading.Thread(target=self._loop, daemon=True).start()
+
+    @staticmethod
+    def current_kb() -> int:
+        with open("/proc/self/status", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        return 0
+
+    def reset(self) -> None:
+        self.peak_kb = self.current_kb()
+
+    def _loop(self) -> None:
+        while True:
+            self.peak_kb = max(self.peak_kb, self.current_kb())
+            time.sleep(self._interval)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--files", type=int, default=1000, help="files to generate (1000)")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--workdir", type=Path, help="generate here (default: a temp dir)")
+    parser.add_argument("--out", type=Path, default=RESULTS / "index_workspace.json")
+    args = parser.parse_args()
+
+    tmp = None if args.workdir else tempfile.TemporaryDirectory(prefix="index-bench-")
+    workdir = args.workdir or Path(tmp.name)
+    root, index_dir = workdir / "ws", workdir / "index"
+    paths = generate(root, args.files, args.seed)
+    lines = sum(p.read_text("utf-8").count("\n") for p in paths)
+    settings = Settings.from_dict({"indexPath": str(index_dir)})
+    sampler = RssSampler()
+    ws = Workspace.open(root, settings)
+    ws.embedder.embed(["warm up"])
+    rss_model_mb = RssSampler.current_kb() / 1024
+    print(f"{len(paths)} files, {lines} lines in {root}; RSS after model load "
+          f"{rss_model_mb:.0f} MB", flush=True)
+
+    rng = random.Random(args.seed + 1)
+    python_files = [p for p in paths if p.suffix == ".py"]
+    edits = rng.sample(python_files, min(20, len(python_files)))
+    rows = []
+
+    def step(name: str, action, use_update: list[str] | None = None) -> None:
+        action()
+        sampler.reset()
+        started = time.perf_counter()
+        report = ws.update(use_update) if use_update else ws.index(full=name == "initial")
+        seconds = time.perf_counter() - started
+        rows.append({"step": name, "seconds": round(seconds, 2),
+                     "files_indexed": report.files_indexed,
+                     "files_unchanged": report.files_unchanged,
+                     "chunks_total": report.chunks_total,
+                     "chunks_embedded": report.chunks_embedded,
+                     "chunks_reused": report.chunks_reused,
+                     "peak_rss_mb": round(sampler.peak_kb / 1024)})
+        print(f"  {name}: {seconds:.2f} s, {report.chunks_embedded} embedded", flush=True)
+
+    def touch() -> None:
+        for path in rng.sample(paths, min(100, len(paths))):
+            path.write_bytes(path.read_bytes())  # identical bytes...
+            stat = path.stat()  # ...and a surely-new mtime (coarse clocks)
+            os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+
+    first, second = edits[:10], edits[10:]
+    step("initial", lambda: None)
+    step("no change", lambda: None)
+    step("touch 100 (same bytes)", touch)
+    step(f"edit {len(first)} functions", lambda: [edit_one_function(p, "a") for p in first])
+    step(f"update() {len(second)} edited", lambda: [edit_one_function(p, "b") for p in second],
+         use_update=[p.relative_to(root).as_posix() for p in second] or None)
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+
+    print(f"\n{args.files} generated files, {lines} lines; ru_maxrss {peak_mb:.0f} MB "
+          f"(RSS after model load {rss_model_mb:.0f} MB)")
+    print(f"{'step':<24} {'seconds':>8} {'indexed':>8} {'unchanged':>9} {'chunks':>7} "
+          f"{'embedded':>9} {'reused':>7} {'peak RSS MB':>11}")
+    for r in rows:
+        print(f"{r['step']:<24} {r['seconds']:>8.2f} {r['files_indexed']:>8} "
+              f"{r['files_unchanged']:>9} {r['chunks_total']:>7} {r['chunks_embedded']:>9} "
+              f"{r['chunks_reused']:>7} {r['peak_rss_mb']:>11}")
+    initial = rows[0]
+    print(f"initial: {args.files / initial['seconds']:.1f} files/s, "
+          f"{initial['chunks_embedded'] / initial['seconds']:.1f} chunks/s embedded")
+
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({
+        "benchmark": "index_workspace", "date": time.strftime("%Y-%m-%d %H:%M"),
+        "files": args.files, "lines": lines, "seed": args.seed, "cpu_count": os.cpu_count(),
+        "rss_after_model_load_mb": round(rss_model_mb), "ru_maxrss_mb": round(peak_mb),
+        "steps": rows, "command": " ".join(sys.argv),
+    }, indent=2), encoding="utf-8")
+    print(f"wrote {args.out}")
+    if tmp is not None:
+        tmp.cleanup()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
