@@ -73,3 +73,16 @@ def test_model_status_reports_a_checked_model():
     assert status["ok"] is True, status
     assert status["min_reference_cosine"] >= 0.9999
     assert status["origin"] == "models"
+
+
+def test_batches_respect_the_size_and_token_caps(embedder):
+    lengths = [256, 3, 40, 256, 12, 100, 7, 256, 256, 256, 90, 5] * 4
+    batches = embedder._batches(lengths, 32)
+    flat = [i for batch in batches for i in batch]
+    assert sorted(flat) == list(range(len(lengths)))  # every text exactly once
+    assert [lengths[i] for i in flat] == sorted(lengths)  # shortest first
+    for batch in batches:
+        assert len(batch) <= 32
+        padded = len(batch) * max(lengths[i] for i in batch)
+        assert padded <= embedder.max_batch_tokens or len(batch) == 1
+    assert max(len(b) for b in batches) > 4 and min(len(b) for b in batches) == 4

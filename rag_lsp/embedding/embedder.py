@@ -11,7 +11,11 @@ import onnxruntime as ort
 from rag_lsp.embedding.model_files import ModelFiles, find_model, load_manifest, verify_files
 from rag_lsp.embedding.tokenizer import MAX_MODEL_TOKENS, load_tokenizer
 
-DEFAULT_BATCH_SIZE = 16
+DEFAULT_BATCH_SIZE = 32
+# Padded tokens per model call. On a 2-core CPU, calls of ~1k tokens beat larger ones
+# (bench/embed_throughput.py: ~10% over fixed batches of 16), so long texts go 4 at a time
+# and short ones up to the batch size.
+MAX_BATCH_TOKENS = 1024
 
 
 class OnnxEmbedder:
@@ -19,6 +23,7 @@ class OnnxEmbedder:
 
     Texts are tokenised once, sorted by length and batched so each batch pads only to its
     own longest member: indexing time is almost all embedding, and padding is wasted work.
+    A batch holds at most ``batch_size`` texts and ``max_batch_tokens`` padded tokens.
     """
 
     def __init__(
@@ -26,6 +31,7 @@ class OnnxEmbedder:
         files: ModelFiles,
         *,
         batch_size: int = DEFAULT_BATCH_SIZE,
+        max_batch_tokens: int = MAX_BATCH_TOKENS,
         threads: int | None = None,
         verify: bool = True,
     ):
@@ -34,6 +40,7 @@ class OnnxEmbedder:
         self.model_id: str = manifest["model_id"]
         self.dimension: int = int(manifest["dimension"])
         self.batch_size = batch_size
+        self.max_batch_tokens = max_batch_tokens
         hashes = verify_files(files) if verify else {}
         self.model_sha256: str = hashes.get("model.onnx", "")
         self._tokenizer = load_tokenizer(files.tokenizer_path, MAX_MODEL_TOKENS)
@@ -79,13 +86,28 @@ class OnnxEmbedder:
             encodings = self._tokenizer.encode_batch(list(texts))
         finally:
             self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
-        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
-        for start in range(0, len(order), size):
-            batch = order[start : start + size]
+        lengths = [len(e.ids) for e in encodings]
+        for batch in self._batches(lengths, size):
             out[batch] = self._run([encodings[i].ids for i in batch])
             if on_batch is not None:
                 on_batch(len(batch))
         return out
+
+    def _batches(self, lengths: list[int], size: int) -> list[list[int]]:
+        """Indices sorted by length, cut into batches within the size and token budget."""
+        batches: list[list[int]] = []
+        current: list[int] = []
+        for i in sorted(range(len(lengths)), key=lengths.__getitem__):
+            # Sorted ascending, so this text sets the padded length of the whole batch.
+            if current and (
+                len(current) == size or (len(current) + 1) * lengths[i] > self.max_batch_tokens
+            ):
+                batches.append(current)
+                current = []
+            current.append(i)
+        if current:
+            batches.append(current)
+        return batches
 
     def embed_query(self, text: str) -> np.ndarray:
         return self.embed([text])[0]
