@@ -12,6 +12,7 @@ Both the CLI and the language server use this; nothing here knows about either.
 from __future__ import annotations
 
 import logging
+import shutil
 import threading
 import time
 from dataclasses import dataclass
@@ -115,8 +116,6 @@ class Workspace:
         return self._store
 
     def _drop_tables(self) -> None:
-        import shutil
-
         self._store = None
         for name in ("chunks.lance", "files.lance"):
             shutil.rmtree(self.index_dir / name, ignore_errors=True)
