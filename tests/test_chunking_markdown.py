@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from rag_lsp.chunking import ChunkOptions, chunk_document
 from rag_lsp.chunking.markdown import chunk_markdown
+from tests.test_chunking_long_lines import check_document_chunks
 from tests.test_chunking_text import check_invariants, ranges, words
 
 
@@ -178,6 +179,8 @@ _MD_LINES = st.sampled_from([
 def test_markdown_keeps_invariants(token_counter, lines, max_tokens):
     text = "\n".join(lines)
     options = ChunkOptions(max_tokens=max_tokens)
-    chunks = chunk_document(text, "markdown", token_counter, options)
+    chunks = chunk_markdown(text, token_counter, options)
     check_invariants(chunks, text, token_counter, options)
     assert {c.kind for c in chunks} <= {"section"}
+    check_document_chunks(chunk_document(text, "markdown", token_counter, options), text,
+                          token_counter, options)

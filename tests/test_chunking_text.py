@@ -14,6 +14,7 @@ from rag_lsp.chunking import (
     chunk_text,
     language_for,
 )
+from tests.test_chunking_long_lines import check_document_chunks
 
 
 def check_invariants(chunks: list[Chunk], text: str, counter, options: ChunkOptions,
@@ -128,8 +129,11 @@ _ALPHABET = st.sampled_from(
 def test_windows_keep_invariants_on_random_text(token_counter, text, max_tokens, window,
                                                 overlap):
     options = ChunkOptions(max_tokens=max_tokens, window_tokens=window, overlap_tokens=overlap)
-    chunks = chunk_document(text, "text", token_counter, options)
+    chunks = chunk_text(text, token_counter, options)
     check_invariants(chunks, text, token_counter, options, disjoint=False)
+    # The dispatcher then cuts any over-long line, so every chunk fits.
+    check_document_chunks(chunk_document(text, "text", token_counter, options), text,
+                          token_counter, options)
 
 
 @settings(max_examples=50, deadline=None)
