@@ -23,7 +23,7 @@ from rag_lsp.config import Settings, load_settings
 from rag_lsp.embedding.embedder import OnnxEmbedder
 from rag_lsp.embedding.model_files import find_model
 from rag_lsp.embedding.tokenizer import ModelTokenCounter
-from rag_lsp.errors import RagLspError
+from rag_lsp.errors import ModelIntegrityError, ModelNotFoundError, RagLspError
 from rag_lsp.indexing.indexer import Indexer, IndexReport, ProgressCallback
 from rag_lsp.search.hybrid import MODES, search_chunks
 from rag_lsp.search.results import SearchFilters, SearchResponse
@@ -44,6 +44,7 @@ class WorkspaceStatus:
     model_sha256: str
     dimension: int
     last_indexed_at: str | None
+    degraded_reason: str | None = None  # why only lexical search works, if it does
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -54,14 +55,26 @@ def _now() -> str:
 
 
 class Workspace:
-    """One workspace folder and its on-disk index."""
+    """One workspace folder and its on-disk index.
 
-    def __init__(self, root: Path, settings: Settings, embedder: OnnxEmbedder):
+    Without a usable model (``embedder`` is ``None``, ``model_error`` says why) the workspace
+    is *degraded*: an existing index still answers lexical searches, and says so; indexing
+    raises ``model_error``, whose message tells how to get the model.
+    """
+
+    def __init__(
+        self,
+        root: Path,
+        settings: Settings,
+        embedder: OnnxEmbedder | None,
+        model_error: RagLspError | None = None,
+    ):
         self.root = root
         self.settings = settings
         self.embedder = embedder
+        self.model_error = model_error
         self.index_dir = settings.index_dir(root)
-        self._counter = ModelTokenCounter(embedder.files.tokenizer_path)
+        self._counter = ModelTokenCounter(embedder.files.tokenizer_path) if embedder else None
         self._index_lock = threading.Lock()
         self._store: ChunkStore | None = None
 
@@ -83,10 +96,25 @@ class Workspace:
             raise RagLspError(f"workspace root {root_path} is not a directory")
         settings = settings or load_settings(root_path)
         if embedder is None:
-            embedder = OnnxEmbedder(
-                find_model(settings.model_path(root_path)), batch_size=settings.embed_batch_size
-            )
+            try:
+                embedder = OnnxEmbedder(
+                    find_model(settings.model_path(root_path)),
+                    batch_size=settings.embed_batch_size,
+                )
+            except (ModelNotFoundError, ModelIntegrityError) as exc:
+                log.warning("embedding model unavailable, lexical search only: %s", exc)
+                return cls(root_path, settings, None, exc)
         return cls(root_path, settings, embedder)
+
+    @property
+    def degraded(self) -> bool:
+        """True when the model could not be loaded (see :attr:`model_error`)."""
+        return self.embedder is None
+
+    def _require_model(self) -> OnnxEmbedder:
+        if self.embedder is None:
+            raise self.model_error or RagLspError("the embedding model is not loaded")
+        return self.embedder
 
     # ---- index -------------------------------------------------------------------------
 
@@ -95,6 +123,13 @@ class Workspace:
 
     def _open_store(self, full: bool = False) -> ChunkStore:
         manifest = IndexManifest.read(self.index_dir)
+        if self.embedder is None:
+            if manifest is None or full:
+                self._require_model()
+            # Lexical search needs no model, only the table's vector width.
+            if self._store is None:
+                self._store = ChunkStore(self.index_dir, manifest.dimension)
+            return self._store
         if manifest is not None and not full:
             manifest.check_compatible(
                 self.index_dir,
@@ -121,17 +156,19 @@ class Workspace:
             shutil.rmtree(self.index_dir / name, ignore_errors=True)
 
     def _indexer(self, store: ChunkStore) -> Indexer:
+        embedder = self._require_model()
         return Indexer(
             self.root,
             self.settings,
             store,
-            lambda texts: self.embedder.embed(texts),
+            lambda texts: embedder.embed(texts),
             self._counter,
             self.index_dir,
         )
 
     def index(self, *, full: bool = False, progress: ProgressCallback | None = None) -> IndexReport:
         """Bring the index up to date; ``full`` drops it and rebuilds from scratch."""
+        self._require_model()
         with self._index_lock:
             store = self._open_store(full=full)
             report = self._indexer(store).run(progress)
@@ -140,6 +177,7 @@ class Workspace:
 
     def update(self, rel_paths: list[str]) -> IndexReport:
         """Re-index just these workspace-relative paths (created, changed or deleted)."""
+        self._require_model()
         with self._index_lock:
             report = self._indexer(self._open_store()).update_paths(rel_paths)
             self._stamp()
@@ -170,6 +208,11 @@ class Workspace:
         if not query.strip():
             raise RagLspError("the search query is empty; pass some words to look for")
         store = self._open_store()
+        warnings: list[str] = []
+        if self.embedder is None and mode != "lexical":
+            mode = "lexical"
+            warnings.append(f"semantic search is unavailable, showing lexical results only: "
+                            f"{self.model_error}")
         results = search_chunks(
             store,
             query,
@@ -177,10 +220,10 @@ class Workspace:
             top_k=top_k or self.settings.top_k,
             threshold=self.settings.threshold if threshold is None else threshold,
             filters=filters or SearchFilters(),
-            embed_query=self.embedder.embed_query,
+            embed_query=self.embedder.embed_query if self.embedder else None,
         )
         took_ms = (time.perf_counter() - started) * 1000
-        return SearchResponse(query, mode, took_ms, results)
+        return SearchResponse(query, mode, took_ms, results, warnings)
 
     # ---- status ------------------------------------------------------------------------
 
@@ -190,14 +233,16 @@ class Workspace:
         if manifest is not None:
             store = self._open_store()
             files, chunks = store.count_files(), store.count_chunks()
+        model = self.embedder or manifest
         return WorkspaceStatus(
             root=str(self.root),
             index_dir=str(self.index_dir),
             indexed=manifest is not None,
             files=files,
             chunks=chunks,
-            model_id=self.embedder.model_id,
-            model_sha256=self.embedder.model_sha256,
-            dimension=self.embedder.dimension,
+            model_id=model.model_id if model else "",
+            model_sha256=model.model_sha256 if model else "",
+            dimension=model.dimension if model else 0,
             last_indexed_at=manifest.last_indexed_at if manifest else None,
+            degraded_reason=str(self.model_error) if self.embedder is None else None,
         )

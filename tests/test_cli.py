@@ -97,9 +97,19 @@ def test_bad_flag_value_names_the_flag(repo):
 
 
 def test_missing_model_dir_says_how_to_get_the_model(repo, tmp_path):
-    proc = rag("search", "x", "--root", str(repo), "--model-dir", str(tmp_path / "none"))
+    proc = rag("index", str(repo), "--model-dir", str(tmp_path / "none"))
     assert proc.returncode == 1
     assert "rag-lsp model install" in proc.stderr
+
+
+def test_search_without_model_answers_lexically_and_warns(repo, tmp_path):
+    rag("index", str(repo))
+    proc = rag("search", "redirects", "--root", str(repo), "--model-dir", str(tmp_path / "none"),
+               "--json")
+    assert proc.returncode == 0, proc.stderr
+    payload = json.loads(proc.stdout)
+    assert payload["mode"] == "lexical" and payload["results"][0]["path"] == "src/http/client.py"
+    assert "warning:" in proc.stderr and "rag-lsp model install" in proc.stderr
 
 
 def test_missing_root_is_a_clear_error(tmp_path):

@@ -153,6 +153,8 @@ def cmd_search(args: argparse.Namespace) -> int:
 
         return run_batch(ws, Path(args.batch), filters)
     response = ws.search(args.query, filters=filters)
+    for warning in response.warnings:
+        err.print(f"[yellow]warning:[/yellow] {warning}")
     if args.json:
         _print_json(response.to_dict())
         return EXIT_OK
@@ -182,6 +184,8 @@ def cmd_status(args: argparse.Namespace) -> int:
           f"sha256 {status.model_sha256[:12]}…)")
     print(f"contents    {status.files} files, {status.chunks} chunks")
     print(f"indexed at  {status.last_indexed_at or 'never'}")
+    if status.degraded_reason:
+        print(f"degraded    lexical search only: {status.degraded_reason}")
     return EXIT_OK
 
 

@@ -10,6 +10,7 @@ import onnxruntime as ort
 
 from rag_lsp.embedding.model_files import ModelFiles, find_model, load_manifest, verify_files
 from rag_lsp.embedding.tokenizer import MAX_MODEL_TOKENS, load_tokenizer
+from rag_lsp.errors import ModelIntegrityError
 
 DEFAULT_BATCH_SIZE = 32
 # Padded tokens per model call. On a 2-core CPU, calls of ~1k tokens beat larger ones
@@ -48,9 +49,15 @@ class OnnxEmbedder:
         options.intra_op_num_threads = threads or os.cpu_count() or 1
         options.inter_op_num_threads = 1
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        self._session = ort.InferenceSession(
-            str(files.onnx_path), options, providers=["CPUExecutionProvider"]
-        )
+        try:
+            self._session = ort.InferenceSession(
+                str(files.onnx_path), options, providers=["CPUExecutionProvider"]
+            )
+        except Exception as exc:  # onnxruntime raises several types for unreadable graphs
+            raise ModelIntegrityError(
+                f"onnxruntime cannot load {files.onnx_path} ({exc}). Run "
+                "`rag-lsp model install --force`, or point modelDir at a valid export."
+            ) from exc
         self._input_names = {i.name for i in self._session.get_inputs()}
 
     @classmethod
