@@ -173,3 +173,14 @@ def test_progress_reports_counts_that_end_at_the_totals(sample_root, embedder):
     last = [e for e in events if e.phase == "index"][-1]
     assert (last.files_done, last.files_total) == (5, 5)
     assert last.chunks_embedded == report.chunks_embedded > 0
+
+
+def test_damaged_index_is_reported_and_rebuilt_on_request(workspace):
+    for data_file in (workspace.index_dir / "chunks.lance" / "data").iterdir():
+        data_file.unlink()
+    reopened = Workspace.open(workspace.root, workspace.settings, embedder=workspace.embedder)
+    with pytest.raises(IndexCorruptError, match="damaged.*rag-lsp index --full"):
+        reopened.search("follow redirects")
+    report = reopened.index(full=True)
+    assert report.files_indexed == 5
+    assert reopened.search("follow redirects", top_k=1).results[0].path == "src/http/client.py"

@@ -6,9 +6,10 @@ the same object from other threads, LanceDB gives them consistent snapshots.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -70,6 +71,23 @@ class FileRecord:
     chunks: int
 
 
+def _reports_damage(method: Callable) -> Callable:
+    """Turn LanceDB's low-level failures (missing or unreadable data files) into
+    :class:`IndexCorruptError` carrying the fix, instead of a traceback."""
+
+    @functools.wraps(method)
+    def wrapper(self: ChunkStore, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except (OSError, RuntimeError) as exc:
+            raise IndexCorruptError(
+                f"the index at {self.index_dir} is damaged ({str(exc).splitlines()[0]}). "
+                f"Run `rag-lsp index --full` to rebuild it from the workspace."
+            ) from exc
+
+    return wrapper
+
+
 def _batches(values: Sequence[str], size: int = _IN_BATCH) -> Iterable[Sequence[str]]:
     for start in range(0, len(values), size):
         yield values[start : start + size]
@@ -105,16 +123,20 @@ class ChunkStore:
 
     # ---- reads -------------------------------------------------------------------------
 
+    @_reports_damage
     def file_records(self) -> dict[str, FileRecord]:
         table = self._files.to_arrow()
         return {row["path"]: FileRecord(**row) for row in table.to_pylist()}
 
+    @_reports_damage
     def count_chunks(self) -> int:
         return self._chunks.count_rows()
 
+    @_reports_damage
     def count_files(self) -> int:
         return self._files.count_rows()
 
+    @_reports_damage
     def vectors_for_hashes(self, hashes: Sequence[str]) -> dict[str, np.ndarray]:
         """Stored vectors for any of these content hashes (from any file)."""
         found: dict[str, np.ndarray] = {}
@@ -132,6 +154,7 @@ class ChunkStore:
                 found.setdefault(h, np.asarray(v, dtype=np.float32))
         return found
 
+    @_reports_damage
     def vector_search(
         self, vector: np.ndarray, limit: int, where: str | None = None
     ) -> list[dict]:
@@ -143,6 +166,7 @@ class ChunkStore:
             row["cosine"] = 1.0 - float(row.pop("_distance"))
         return rows
 
+    @_reports_damage
     def text_search(self, text: str, limit: int, where: str | None = None) -> list[dict]:
         if not self._fts_ready:
             return []
@@ -151,11 +175,13 @@ class ChunkStore:
             query = query.where(where, prefilter=True)
         return query.limit(limit).to_list()
 
+    @_reports_damage
     def chunk_rows(self, where: str, columns: list[str]) -> list[dict]:
         return self._chunks.search().where(where).select(columns).limit(None).to_list()
 
     # ---- writes ------------------------------------------------------------------------
 
+    @_reports_damage
     def replace_files(self, records: Sequence[FileRecord], chunk_rows: list[dict]) -> None:
         """Swap in new chunks and file records for ``records``' paths, in one batch."""
         with self._write_lock:
@@ -166,11 +192,13 @@ class ChunkStore:
                 self._chunks.add(pa.Table.from_pylist(chunk_rows, schema=self._chunks.schema))
             self._upsert_files(records)
 
+    @_reports_damage
     def touch_files(self, records: Sequence[FileRecord]) -> None:
         """Record new size/mtime for files whose content did not change."""
         with self._write_lock:
             self._upsert_files(records)
 
+    @_reports_damage
     def remove_files(self, paths: Sequence[str]) -> None:
         with self._write_lock:
             for batch in _batches(list(paths)):
@@ -188,6 +216,7 @@ class ChunkStore:
             .execute(data)
         )
 
+    @_reports_damage
     def ensure_fts_index(self) -> None:
         """Build the full-text index once; later rows are folded in by :meth:`optimize`."""
         with self._write_lock:
@@ -198,6 +227,7 @@ class ChunkStore:
             )
             self._fts_ready = True
 
+    @_reports_damage
     def optimize(self) -> None:
         """Compact files, fold new rows into indexes and drop old versions (after bursts)."""
         with self._write_lock:
