@@ -83,3 +83,23 @@ def test_tampered_install_is_rebuilt_not_trusted(tmp_path, monkeypatch, model_fi
     result = install_model(source="hub", log=lines.append, target=target)
     assert result.installed is True
     assert any("do not check out" in line for line in lines)
+
+
+def test_hub_model_is_checked_against_its_recorded_hash(tmp_path, monkeypatch, model_files):
+    from rag_lsp.embedding import model_files as mf
+
+    # The hub's model.onnx is another file than our export: pretend the pin differs from it.
+    manifest = mf.load_manifest()
+    manifest["files"]["model.onnx"]["sha256"] = "0" * 64
+    monkeypatch.setattr(mf, "load_manifest", lambda: manifest)
+    (tmp_path / "model.onnx").symlink_to(model_files.onnx_path)
+    (tmp_path / "tokenizer.json").symlink_to(model_files.tokenizer_path)
+    files = mf.ModelFiles(tmp_path, tmp_path / "model.onnx", tmp_path / "tokenizer.json",
+                          "models")
+    actual = mf.sha256_file(model_files.onnx_path)
+    record = tmp_path / INSTALL_RECORD
+    record.write_text(json.dumps({"source": "hub", "sha256": {"model.onnx": actual}}))
+    assert mf.verify_files(files)["model.onnx"] == actual
+    record.write_text(json.dumps({"source": "pypi", "sha256": {"model.onnx": actual}}))
+    with pytest.raises(ModelIntegrityError, match="manifest pins"):
+        mf.verify_files(files)

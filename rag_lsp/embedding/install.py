@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from rag_lsp.embedding.model_files import (
+    INSTALL_RECORD,
     MODELS_DIR,
     ONNX_NAME,
     TOKENIZER_NAME,
@@ -37,7 +38,6 @@ from rag_lsp.errors import ModelIntegrityError, ModelNotFoundError, RagLspError
 
 REFERENCE_PATH = MODELS_DIR / "reference" / "reference_vectors.json"
 MIN_REFERENCE_COSINE = 0.9999
-INSTALL_RECORD = "INSTALLED.json"
 
 Log = Callable[[str], None]
 

@@ -17,6 +17,7 @@ MODELS_DIR = Path(__file__).resolve().parents[2] / "models"
 MANIFEST_PATH = MODELS_DIR / "manifest.json"
 ONNX_NAME = "model.onnx"
 TOKENIZER_NAME = "tokenizer.json"
+INSTALL_RECORD = "INSTALLED.json"  # written by `rag-lsp model install`: source, time, hashes
 
 INSTALL_HINT = "Run `rag-lsp model install` (offline) or pass --model-dir / set `modelDir`."
 
@@ -92,9 +93,10 @@ def find_model(explicit_dir: str | Path | None = None) -> ModelFiles:
 def verify_files(files: ModelFiles) -> dict[str, str]:
     """Hash the files; raise :class:`ModelIntegrityError` if a pinned hash does not match.
 
-    Returns the hashes. Files from the models folder must match the manifest exactly;
-    files from elsewhere (an explicit folder, the HF cache) are hashed and reported, since
-    their source may be a different, equally valid export.
+    Returns the hashes. Files in the models folder must match the manifest, except a
+    ``model.onnx`` installed ``--from-hub`` (the hub's own export, a different file): it must
+    match the hash recorded when it passed the reference-vector check at install time.
+    Files from elsewhere (an explicit folder, the HF cache) are hashed and reported only.
     """
     hashes = {
         ONNX_NAME: sha256_file(files.onnx_path),
@@ -102,9 +104,14 @@ def verify_files(files: ModelFiles) -> dict[str, str]:
     }
     if files.origin != "models":
         return hashes
-    pinned = load_manifest()["files"]
+    pinned = {name: meta["sha256"] for name, meta in load_manifest()["files"].items()}
+    record = files.directory / INSTALL_RECORD
+    if record.is_file():
+        installed = json.loads(record.read_text(encoding="utf-8"))
+        if installed.get("source") == "hub":
+            pinned[ONNX_NAME] = installed.get("sha256", {}).get(ONNX_NAME, "")
     for name, actual in hashes.items():
-        expected = pinned[name]["sha256"]
+        expected = pinned[name]
         if actual != expected:
             raise ModelIntegrityError(
                 f"{files.directory / name} has sha256 {actual[:12]}…, the manifest pins "
