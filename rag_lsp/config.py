@@ -95,12 +95,6 @@ class Settings:
             return root / DEFAULT_INDEX_DIR_NAME
         return self._resolve(root, self.index_path)
 
-    def index_uri(self, root: Path) -> str:
-        """The index location for LanceDB: an object-store URI (``s3://…``) is kept as given."""
-        if self.index_path is not None and "://" in self.index_path:
-            return self.index_path
-        return str(self.index_dir(root))
-
     def model_path(self, root: Path) -> Path | None:
         """``modelDir`` resolved against ``root``; ``None`` means "use the installed model"."""
         return None if self.model_dir is None else self._resolve(root, self.model_dir)

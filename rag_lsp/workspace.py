@@ -95,6 +95,11 @@ class Workspace:
         if not root_path.is_dir():
             raise RagLspError(f"workspace root {root_path} is not a directory")
         settings = settings or load_settings(root_path)
+        if settings.index_path and "://" in settings.index_path:
+            raise RagLspError(
+                f"`indexPath` = {settings.index_path!r}: object-store indexes are not supported "
+                "yet; use a local folder."
+            )
         if embedder is None:
             try:
                 embedder = OnnxEmbedder(
@@ -121,33 +126,45 @@ class Workspace:
     def has_index(self) -> bool:
         return IndexManifest.read(self.index_dir) is not None
 
-    def _open_store(self, full: bool = False) -> ChunkStore:
-        manifest = IndexManifest.read(self.index_dir)
-        if self.embedder is None:
-            if manifest is None or full:
-                self._require_model()
-            # Lexical search needs no model, only the table's vector width.
-            if self._store is None:
-                self._store = ChunkStore(self.index_dir, manifest.dimension)
+    def _chunking(self) -> dict:
+        """The settings that decide chunk boundaries; recorded in the manifest."""
+        return {
+            "chunkTokens": self.settings.chunk_tokens,
+            "chunkOverlapTokens": self.settings.chunk_overlap_tokens,
+        }
+
+    def _open_store(self, *, for_writing: bool = False, full: bool = False) -> ChunkStore:
+        """The index's store. Only indexing creates an index (``for_writing``); ``full``
+        drops it first. Reading an index that does not exist raises, with the fix."""
+        if full:
+            self._require_model()
+            self._drop_tables()  # even when the old manifest is unreadable
+            manifest = None
+        else:
+            manifest = IndexManifest.read(self.index_dir)
+        if manifest is None:
+            embedder = self._require_model()
+            if not for_writing:
+                raise RagLspError(
+                    f"there is no index at {self.index_dir} yet. Run `rag-lsp index {self.root}`."
+                )
+            self._drop_tables()  # tables left without a manifest are not trusted
+            IndexManifest(
+                SCHEMA_VERSION, embedder.model_id, embedder.model_sha256, embedder.dimension,
+                _now(), chunking=self._chunking(),
+            ).write(self.index_dir)
+            self._store = ChunkStore(self.index_dir, embedder.dimension, create=True)
             return self._store
-        if manifest is not None and not full:
+        if self.embedder is not None:
             manifest.check_compatible(
                 self.index_dir,
                 self.embedder.model_id,
                 self.embedder.model_sha256,
                 self.embedder.dimension,
             )
-        if full or manifest is None:
-            self._drop_tables()
-            IndexManifest(
-                SCHEMA_VERSION,
-                self.embedder.model_id,
-                self.embedder.model_sha256,
-                self.embedder.dimension,
-                _now(),
-            ).write(self.index_dir)
-        if self._store is None or full:
-            self._store = ChunkStore(self.index_dir, self.embedder.dimension)
+        if self._store is None:
+            # Without the model (lexical search only) the vector width comes from the manifest.
+            self._store = ChunkStore(self.index_dir, manifest.dimension, create=False)
         return self._store
 
     def _drop_tables(self) -> None:
@@ -155,7 +172,7 @@ class Workspace:
         for name in ("chunks.lance", "files.lance"):
             shutil.rmtree(self.index_dir / name, ignore_errors=True)
 
-    def _indexer(self, store: ChunkStore) -> Indexer:
+    def _indexer(self, store: ChunkStore, rechunk: bool = False) -> Indexer:
         embedder = self._require_model()
         return Indexer(
             self.root,
@@ -164,29 +181,35 @@ class Workspace:
             lambda texts: embedder.embed(texts),
             self._counter,
             self.index_dir,
+            rechunk=rechunk,
         )
 
     def index(self, *, full: bool = False, progress: ProgressCallback | None = None) -> IndexReport:
         """Bring the index up to date; ``full`` drops it and rebuilds from scratch."""
         self._require_model()
         with self._index_lock:
-            store = self._open_store(full=full)
-            report = self._indexer(store).run(progress)
-            self._stamp()
+            store = self._open_store(for_writing=True, full=full)
+            manifest = IndexManifest.read(self.index_dir)
+            # Changed chunk settings: every file is re-chunked (unchanged chunks keep vectors).
+            rechunk = manifest is not None and manifest.chunking != self._chunking()
+            report = self._indexer(store, rechunk).run(progress)
+            self._stamp(chunking=self._chunking())
             return report
 
     def update(self, rel_paths: list[str]) -> IndexReport:
         """Re-index just these workspace-relative paths (created, changed or deleted)."""
         self._require_model()
         with self._index_lock:
-            report = self._indexer(self._open_store()).update_paths(rel_paths)
+            report = self._indexer(self._open_store(for_writing=True)).update_paths(rel_paths)
             self._stamp()
             return report
 
-    def _stamp(self) -> None:
+    def _stamp(self, chunking: dict | None = None) -> None:
         manifest = IndexManifest.read(self.index_dir)
         if manifest is not None:
             manifest.last_indexed_at = _now()
+            if chunking is not None:
+                manifest.chunking = chunking
             manifest.write(self.index_dir)
 
     # ---- search ------------------------------------------------------------------------
@@ -207,6 +230,8 @@ class Workspace:
             raise RagLspError(f"search mode {mode!r} is not one of {', '.join(MODES)}")
         if not query.strip():
             raise RagLspError("the search query is empty; pass some words to look for")
+        if top_k is not None and top_k < 1:
+            raise RagLspError(f"top_k must be at least 1 (got {top_k})")
         store = self._open_store()
         warnings: list[str] = []
         if self.embedder is None and mode != "lexical":
@@ -217,7 +242,7 @@ class Workspace:
             store,
             query,
             mode=mode,
-            top_k=top_k or self.settings.top_k,
+            top_k=self.settings.top_k if top_k is None else top_k,
             threshold=self.settings.threshold if threshold is None else threshold,
             filters=filters or SearchFilters(),
             embed_query=self.embedder.embed_query if self.embedder else None,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -48,9 +49,11 @@ def test_search_without_index_indexes_first_and_prints_json(repo):
 
 
 def test_index_prints_a_summary_and_reuses_everything_next_time(repo):
+    rag("index", str(repo))
     proc = rag("index", str(repo))
     assert proc.returncode == 0, proc.stderr
-    assert "files scanned" in proc.stdout and "0 embedded" in proc.stdout
+    assert "files scanned" in proc.stdout
+    assert re.search(r"chunks in the index; 0 embedded", proc.stdout), proc.stdout
     proc = rag("index", str(repo), "--json")
     report = json.loads(proc.stdout)
     assert report["files_unchanged"] == 5 and report["chunks_embedded"] == 0
@@ -110,6 +113,11 @@ def test_search_without_model_answers_lexically_and_warns(repo, tmp_path):
     payload = json.loads(proc.stdout)
     assert payload["mode"] == "lexical" and payload["results"][0]["path"] == "src/http/client.py"
     assert "warning:" in proc.stderr and "rag-lsp model install" in proc.stderr
+
+
+def test_unknown_kind_is_rejected_with_the_choices(repo):
+    proc = rag("search", "x", "--root", str(repo), "--kind", "func")
+    assert proc.returncode == 2 and "invalid choice: 'func'" in proc.stderr
 
 
 def test_missing_root_is_a_clear_error(tmp_path):

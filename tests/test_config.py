@@ -168,6 +168,5 @@ def test_index_dir_and_model_path(tmp_path):
     assert Settings().index_dir(tmp_path) == tmp_path / ".rag-lsp"
     assert Settings(index_path="cache/idx").index_dir(tmp_path) == tmp_path / "cache" / "idx"
     assert Settings(index_path=str(tmp_path / "abs")).index_dir(Path("/x")) == tmp_path / "abs"
-    assert Settings(index_path="s3://bucket/idx").index_uri(tmp_path) == "s3://bucket/idx"
     assert Settings().model_path(tmp_path) is None
     assert Settings(model_dir="m").model_path(tmp_path) == tmp_path / "m"

@@ -8,7 +8,7 @@ import os
 import pytest
 
 from rag_lsp.config import Settings
-from rag_lsp.errors import IndexCorruptError, IndexMismatchError
+from rag_lsp.errors import IndexCorruptError, IndexMismatchError, RagLspError
 from rag_lsp.store.manifest import MANIFEST_NAME
 from rag_lsp.workspace import Workspace
 
@@ -149,11 +149,68 @@ def test_index_from_another_model_is_refused_with_the_fix(workspace):
     assert reopened.search("follow redirects", top_k=1).results[0].path == "src/http/client.py"
 
 
-def test_corrupt_manifest_is_reported(workspace):
+def test_corrupt_manifest_is_reported_and_full_rebuilds(workspace):
     (workspace.index_dir / MANIFEST_NAME).write_text("{not json")
     reopened = Workspace.open(workspace.root, workspace.settings, embedder=workspace.embedder)
     with pytest.raises(IndexCorruptError, match="rag-lsp index --full"):
         reopened.status()
+    assert reopened.index(full=True).files_indexed == 5
+    assert reopened.status().files == 5
+
+
+def test_missing_table_is_damage_not_an_empty_index(workspace):
+    import shutil
+
+    shutil.rmtree(workspace.index_dir / "chunks.lance")
+    reopened = Workspace.open(workspace.root, workspace.settings, embedder=workspace.embedder)
+    with pytest.raises(IndexCorruptError, match="chunks is missing.*index --full"):
+        reopened.index()
+    assert reopened.index(full=True).files_indexed == 5
+    assert reopened.search("follow redirects", top_k=1).results[0].path == "src/http/client.py"
+
+
+def test_search_never_creates_an_index(sample_root, embedder):
+    ws = Workspace.open(sample_root, Settings.from_dict({}), embedder=embedder)
+    with pytest.raises(RagLspError, match="no index .* Run `rag-lsp index"):
+        ws.search("anything")
+    assert not ws.has_index()
+
+
+def test_update_accepts_any_spelling_of_a_path_and_deleted_folders(workspace, sample_root):
+    path = sample_root / "src/http/client.py"
+    path.write_text(path.read_text().replace("MAX_HOPS = 5", "MAX_HOPS = 7"))
+    workspace.update(["./src/http/client.py"])
+    workspace.update([str(path)])  # absolute, as file watchers report
+    assert sorted(paths_in_index(workspace)) == sorted({
+        "src/http/client.py", "src/auth/passwords.py", "src/cache/lru.py", "docs/guide.md",
+        "web/static/app.js"})
+    workspace.update([str(sample_root), "."])  # the root itself: no file to act on
+    assert len(paths_in_index(workspace)) == 5
+    import shutil
+
+    shutil.rmtree(sample_root / "src")
+    report = workspace.update(["src"])
+    assert report.files_removed == 3
+    assert paths_in_index(workspace) == {"docs/guide.md", "web/static/app.js"}
+
+
+def test_update_into_an_empty_index_is_searchable_lexically(tmp_path, embedder):
+    root = tmp_path / "empty"
+    root.mkdir()
+    ws = Workspace.open(root, Settings.from_dict({}), embedder=embedder)
+    ws.index()
+    (root / "notes.md").write_text("# Notes\n\nThe frobnicator reticulates splines.\n")
+    ws.update(["notes.md"])
+    assert ws.search("frobnicator", mode="lexical").results[0].path == "notes.md"
+
+
+def test_changed_chunk_settings_rechunk_every_file_once(workspace):
+    before = workspace.status().chunks
+    smaller = Settings.from_dict({"chunkTokens": 40, "chunkOverlapTokens": 8})
+    reopened = Workspace.open(workspace.root, smaller, embedder=workspace.embedder)
+    report = reopened.index()
+    assert report.files_indexed == 5 and reopened.status().chunks > before
+    assert reopened.index().files_indexed == 0  # recorded: the next run skips again
 
 
 def test_gitignored_files_are_not_indexed(sample_root, embedder):

@@ -92,6 +92,11 @@ def test_filter_matching_nothing_returns_nothing(workspace):
     assert workspace.search("password", threshold=0.0, filters=filters).results == []
 
 
+def test_top_k_must_be_positive(workspace):
+    with pytest.raises(RagLspError, match="top_k must be at least 1"):
+        workspace.search("password", top_k=0)
+
+
 def test_bad_mode_and_empty_query_say_what_is_wrong(workspace):
     with pytest.raises(RagLspError, match="not one of vector, lexical, hybrid"):
         workspace.search("x", mode="fuzzy")

@@ -5,8 +5,9 @@ into :class:`Chunk` objects only at the end, so a chunk's text is always exactly
 Sizes come from one model-token count per line: the tokenizer splits on whitespace, so the
 count of several lines (or of ``context + "\\n" + text``) is the sum of their counts.
 
-The one way a chunk can exceed ``max_tokens``: a single line that alone is over the limit.
-Chunks are whole lines, so such a line is emitted by itself and the model truncates it.
+The one way a chunk here can exceed ``max_tokens``: a single line that alone is over the
+limit. Chunks are whole lines, so such a line is emitted by itself; ``chunk_document`` then
+cuts it into pieces (see ``long_lines.py``).
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from rag_lsp import __version__
+from rag_lsp.chunking.types import KINDS
 from rag_lsp.cli.console import IndexProgressBar, delayed_spinner, err
 from rag_lsp.config import load_settings
 from rag_lsp.errors import RagLspError
@@ -58,9 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="only paths matching this gitignore-style glob (repeatable)")
     search.add_argument("--language", action="append", default=[],
                         help="only this language, e.g. python (repeatable)")
-    search.add_argument("--kind", action="append", default=[],
-                        help="only this chunk kind: module, section, class, function, method, "
-                        "text (repeatable)")
+    search.add_argument("--kind", action="append", default=[], choices=KINDS,
+                        help="only this chunk kind (repeatable)")
     search.add_argument("--batch", metavar="FILE", help='JSONL file of {"id", "query"} lines; '
                         "prints one JSON line per query")
     _add_workspace_options(search)
@@ -102,8 +102,6 @@ def _open_workspace(root: str, args: argparse.Namespace, extra: dict | None = No
                  for k, v in flag_paths.items()}
     overrides.update(extra or {})
     root_path = Path(root).expanduser().resolve()
-    if not root_path.is_dir():
-        raise RagLspError(f"workspace root {root} is not a directory")
     sources = {"modelDir": "--model-dir", "indexPath": "--index-path", "topK": "-k",
                "threshold": "--threshold", "searchMode": "--mode"}
     settings = load_settings(root_path, overrides, override_sources=sources)

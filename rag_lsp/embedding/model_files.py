@@ -26,10 +26,6 @@ def load_manifest() -> dict:
     return json.loads(MANIFEST_PATH.read_text(encoding="utf-8"))
 
 
-def default_model_dir() -> Path:
-    return MODELS_DIR / load_manifest()["directory"]
-
-
 @dataclass(frozen=True)
 class ModelFiles:
     """The two files the embedder needs, and where they were found."""

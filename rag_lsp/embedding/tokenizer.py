@@ -38,7 +38,3 @@ class ModelTokenCounter:
         if not text:
             return 0
         return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
-
-    def count_many(self, texts: list[str]) -> list[int]:
-        encodings = self._tokenizer.encode_batch(texts, add_special_tokens=False)
-        return [len(e.ids) for e in encodings]

@@ -25,6 +25,7 @@ from rag_lsp.indexing.scan import (
     FileContent,
     ScannedFile,
     WorkspaceFilter,
+    check_path,
     read_text_file,
     scan_workspace,
 )
@@ -87,8 +88,12 @@ class Indexer:
         embed: Callable[[list[str]], np.ndarray],
         counter: ModelTokenCounter,
         index_dir: Path,
+        *,
+        rechunk: bool = False,
     ):
         self.root = root
+        # Re-chunk every file even if unchanged (the chunk settings changed).
+        self.rechunk = rechunk
         self.settings = settings
         self.store = store
         self._embed = embed
@@ -123,30 +128,31 @@ class Indexer:
 
     # ---- a few paths (file events) -------------------------------------------------------
 
-    def update_paths(self, rel_paths: Iterable[str]) -> IndexReport:
-        """Re-check just these workspace-relative paths: created, changed or deleted."""
+    def update_paths(self, paths: Iterable[str]) -> IndexReport:
+        """Re-check just these paths (workspace-relative or absolute): created, changed or
+        deleted files, or deleted folders (everything indexed under them is removed)."""
         started = time.monotonic()
         report = IndexReport()
-        workspace_filter = WorkspaceFilter(self.root, self.settings, index_dir=self._index_dir)
+        rules = WorkspaceFilter(self.root, self.settings, index_dir=self._index_dir)
         known = self.store.file_records()
         present: list[ScannedFile] = []
-        removed: list[str] = []
-        for rel in sorted(set(rel_paths)):
-            abs_path = self.root / rel
-            if abs_path.is_file() and workspace_filter.includes(rel):
-                stat = abs_path.stat()
-                if stat.st_size > self.settings.max_file_bytes:
-                    report.skip("too-large")
-                    if rel in known:
-                        removed.append(rel)
-                    continue
-                present.append(ScannedFile(rel, abs_path, stat.st_size, stat.st_mtime_ns))
-            elif rel in known:
-                removed.append(rel)
+        removed: set[str] = set()
+        # "" is the root itself: an event for it says nothing about any one file.
+        for rel in sorted({r for r in map(rules.relative, paths) if r}):
+            verdict = check_path(rules, rel)
+            if isinstance(verdict, ScannedFile):
+                present.append(verdict)
+                continue
+            if verdict != "missing":
+                report.skip(verdict)
+            if rel in known:
+                removed.add(rel)
+            elif verdict == "missing":
+                removed.update(p for p in known if p.startswith(f"{rel}/"))
         report.files_scanned = len(present)
         self._index_files(present, known, report, lambda _p: None)
         if removed:
-            self.store.remove_files(removed)
+            self.store.remove_files(sorted(removed))
             report.files_removed += len(removed)
         report.chunks_total = self.store.count_chunks()
         report.seconds = time.monotonic() - started
@@ -167,7 +173,8 @@ class Indexer:
         total = len(files)
         for done, scanned in enumerate(files, start=1):
             old = known.get(scanned.path)
-            if old and old.size == scanned.size and old.mtime_ns == scanned.mtime_ns:
+            same_stat = old and old.size == scanned.size and old.mtime_ns == scanned.mtime_ns
+            if same_stat and not self.rechunk:
                 report.files_unchanged += 1
             else:
                 item = self._prepare(scanned, old, report, unchanged)
@@ -199,7 +206,7 @@ class Indexer:
             return None
         if content.had_invalid_utf8:
             log.warning("%s is not valid UTF-8; undecodable bytes were replaced", scanned.path)
-        if old is not None and old.sha256 == content.sha256:
+        if old is not None and old.sha256 == content.sha256 and not self.rechunk:
             unchanged.append(FileRecord(scanned.path, scanned.size, scanned.mtime_ns,
                                         old.sha256, old.chunks))
             report.files_unchanged += 1
@@ -246,6 +253,9 @@ class Indexer:
                 )
         self.store.replace_files([item.record for item in pending], rows)
         report.chunks_written += len(rows)
+        # Build the full-text index with the first batch, so lexical search works while
+        # the rest is indexed (later rows are searched unindexed until optimize folds them in).
+        self.store.ensure_fts_index()
 
     def _finish(self, report: IndexReport, started: float, notify: ProgressCallback) -> None:
         notify(IndexProgress("finish", message="building the full-text index"))

@@ -225,6 +225,25 @@ def scan_workspace(
     return ScanReport(files=files, skipped=dict(skipped))
 
 
+def check_path(rules: WorkspaceFilter, rel: str) -> ScannedFile | str:
+    """The scan's verdict on one workspace-relative path (for file events): a ScannedFile
+    to index, or why not: "missing", "excluded", "too-large", "symlink-outside-root"."""
+    abs_path = rules.root / rel
+    try:
+        if not abs_path.is_file():
+            return "missing"  # deleted, or a folder, or a broken link
+        if abs_path.is_symlink() and rules.relative(os.path.realpath(abs_path)) is None:
+            return "symlink-outside-root"
+        if not rules.has_extension(rel) or not rules.includes(rel):
+            return "excluded"
+        info = abs_path.stat()
+    except OSError:
+        return "missing"  # vanished between the checks
+    if info.st_size > rules.settings.max_file_bytes:
+        return "too-large"
+    return ScannedFile(rel, abs_path, info.st_size, info.st_mtime_ns)
+
+
 def _visit(
     rules: WorkspaceFilter, entry: os.DirEntry[str], rel: str, skipped: dict[str, list[str]]
 ) -> ScannedFile | str | None:

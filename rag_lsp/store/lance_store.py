@@ -80,9 +80,9 @@ def _reports_damage(method: Callable) -> Callable:
         try:
             return method(self, *args, **kwargs)
         except (OSError, RuntimeError) as exc:
+            detail = (str(exc) or type(exc).__name__).splitlines()[0]
             raise IndexCorruptError(
-                f"the index at {self.index_dir} is damaged ({str(exc).splitlines()[0]}). "
-                f"Run `rag-lsp index --full` to rebuild it from the workspace."
+                f"the index at {self.index_dir} is damaged ({detail}). {REBUILD_HINT}"
             ) from exc
 
     return wrapper
@@ -96,30 +96,37 @@ def _batches(values: Sequence[str], size: int = _IN_BATCH) -> Iterable[Sequence[
 class ChunkStore:
     """The chunks and files tables of one index folder."""
 
-    def __init__(self, index_dir: Path, dim: int):
+    def __init__(self, index_dir: Path, dim: int, *, create: bool = False):
+        """Open the tables, or with ``create`` make them; a missing table of an existing
+        index is damage, not a reason to start empty (the files table would then claim
+        files are indexed whose chunks are gone)."""
         self.index_dir = index_dir
         self.dim = dim
         self._write_lock = threading.Lock()
-        self._fts_ready = False
         try:
             index_dir.mkdir(parents=True, exist_ok=True)
             self._db = lancedb.connect(str(index_dir))
             names = set(self._db.list_tables().tables)
-            self._chunks = (
-                self._db.open_table(CHUNKS)
-                if CHUNKS in names
-                else self._db.create_table(CHUNKS, schema=chunk_schema(dim))
-            )
-            self._files = (
-                self._db.open_table(FILES)
-                if FILES in names
-                else self._db.create_table(FILES, schema=FILE_SCHEMA)
-            )
-            self._fts_ready = any(i.index_type == "FTS" for i in self._chunks.list_indices())
+            if create:
+                self._chunks = self._db.create_table(CHUNKS, schema=chunk_schema(dim))
+                self._files = self._db.create_table(FILES, schema=FILE_SCHEMA)
+            elif {CHUNKS, FILES} <= names:
+                self._chunks = self._db.open_table(CHUNKS)
+                self._files = self._db.open_table(FILES)
+            else:
+                missing = ", ".join(sorted({CHUNKS, FILES} - names))
+                raise IndexCorruptError(
+                    f"the index at {index_dir} is damaged (table {missing} is missing). "
+                    + REBUILD_HINT
+                )
+            self._fts_ready = self._has_fts_index()
         except (OSError, ValueError, RuntimeError) as exc:
             raise IndexCorruptError(
                 f"the index at {index_dir} cannot be opened ({exc}). {REBUILD_HINT}"
             ) from exc
+
+    def _has_fts_index(self) -> bool:
+        return any(i.index_type == "FTS" for i in self._chunks.list_indices())
 
     # ---- reads -------------------------------------------------------------------------
 
@@ -168,8 +175,11 @@ class ChunkStore:
 
     @_reports_damage
     def text_search(self, text: str, limit: int, where: str | None = None) -> list[dict]:
+        # Another writer (thread or process) may have built the index since we opened.
         if not self._fts_ready:
-            return []
+            self._fts_ready = self._has_fts_index()
+            if not self._fts_ready:
+                return []
         query = self._chunks.search(text, query_type="fts", fts_columns="search_text")
         if where:
             query = query.where(where, prefilter=True)

@@ -11,7 +11,7 @@ from rag_lsp.errors import IndexCorruptError, IndexMismatchError
 
 SCHEMA_VERSION = 1
 MANIFEST_NAME = "manifest.json"
-REBUILD_HINT = "Run `rag-lsp index --full` to rebuild the index with the current model."
+REBUILD_HINT = "Run `rag-lsp index --full` to rebuild the index from the workspace."
 
 
 @dataclass
@@ -22,6 +22,7 @@ class IndexManifest:
     dimension: int
     created_at: str
     last_indexed_at: str | None = None
+    chunking: dict | None = None  # chunk size settings the chunks were made with
 
     @classmethod
     def read(cls, index_dir: Path) -> IndexManifest | None:
