@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from rag_lsp.chunking.text_windows import context_budget, fit_context
 from rag_lsp.chunking.types import Chunk, TokenCounter
 
 _WORD = re.compile(r"\S+\s*")
@@ -58,8 +59,8 @@ def split_long_lines(chunks: list[Chunk], counter: TokenCounter, max_tokens: int
         if chunk.start_line != chunk.end_line or counter.count(chunk.embed_text) <= max_tokens:
             out.append(chunk)
             continue
-        context = chunk.context if counter.count(chunk.context) <= max_tokens // 2 else ""
-        budget = max(1, max_tokens - counter.count(context))
+        context = fit_context(counter, chunk.context, max_tokens)
+        budget = context_budget(counter, context, max_tokens)
         for begin, end in _spans(chunk.text, budget, counter):
             piece = chunk.text[begin:end].rstrip()
             if piece.strip():

@@ -20,6 +20,16 @@ Range = tuple[int, int]  # 0-based, inclusive line indices
 DEFAULT_OPTIONS = ChunkOptions()  # frozen, so sharing one default is safe
 
 
+def fit_context(counter: TokenCounter, context: str, max_tokens: int) -> str:
+    """The context, or ``""`` when it would eat more than half of the budget."""
+    return context if counter.count(context) <= max_tokens // 2 else ""
+
+
+def context_budget(counter: TokenCounter, context: str, max_tokens: int) -> int:
+    """Tokens left for text next to ``context``; at least 1, so packing always progresses."""
+    return max(1, max_tokens - counter.count(context))
+
+
 class LineTokens:
     """The lines of one document with their token counts and prefix sums."""
 
@@ -47,12 +57,10 @@ class LineTokens:
         return (start, end) if start <= end else None
 
     def fit_context(self, context: str, max_tokens: int) -> str:
-        """The context, or ``""`` when it would eat more than half of the budget."""
-        return context if self.counter.count(context) <= max_tokens // 2 else ""
+        return fit_context(self.counter, context, max_tokens)
 
     def budget(self, context: str, max_tokens: int) -> int:
-        # At least 1, so packing always places one line per piece and makes progress.
-        return max(1, max_tokens - self.counter.count(context))
+        return context_budget(self.counter, context, max_tokens)
 
     def chunk(self, start: int, end: int, kind: str, symbol: str = "", context: str = "",
               max_tokens: int | None = None) -> Chunk:
