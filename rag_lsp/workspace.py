@@ -76,6 +76,9 @@ class Workspace:
         self.index_dir = settings.index_dir(root)
         self._counter = ModelTokenCounter(embedder.files.tokenizer_path) if embedder else None
         self._index_lock = threading.Lock()
+        # Held while tables are dropped or created, and by each search and status read, so a
+        # full rebuild never deletes files under a running query. Searches are serialised.
+        self._tables_lock = threading.RLock()
         self._store: ChunkStore | None = None
 
     @classmethod
@@ -136,6 +139,10 @@ class Workspace:
     def _open_store(self, *, for_writing: bool = False, full: bool = False) -> ChunkStore:
         """The index's store. Only indexing creates an index (``for_writing``); ``full``
         drops it first. Reading an index that does not exist raises, with the fix."""
+        with self._tables_lock:
+            return self._open_store_locked(for_writing, full)
+
+    def _open_store_locked(self, for_writing: bool, full: bool) -> ChunkStore:
         if full:
             self._require_model()
             self._drop_tables()  # even when the old manifest is unreadable
@@ -232,21 +239,21 @@ class Workspace:
             raise RagLspError("the search query is empty; pass some words to look for")
         if top_k is not None and top_k < 1:
             raise RagLspError(f"top_k must be at least 1 (got {top_k})")
-        store = self._open_store()
         warnings: list[str] = []
         if self.embedder is None and mode != "lexical":
             mode = "lexical"
             warnings.append(f"semantic search is unavailable, showing lexical results only: "
                             f"{self.model_error}")
-        results = search_chunks(
-            store,
-            query,
-            mode=mode,
-            top_k=self.settings.top_k if top_k is None else top_k,
-            threshold=self.settings.threshold if threshold is None else threshold,
-            filters=filters or SearchFilters(),
-            embed_query=self.embedder.embed_query if self.embedder else None,
-        )
+        with self._tables_lock:
+            results = search_chunks(
+                self._open_store(),
+                query,
+                mode=mode,
+                top_k=self.settings.top_k if top_k is None else top_k,
+                threshold=self.settings.threshold if threshold is None else threshold,
+                filters=filters or SearchFilters(),
+                embed_query=self.embedder.embed_query if self.embedder else None,
+            )
         took_ms = (time.perf_counter() - started) * 1000
         return SearchResponse(query, mode, took_ms, results, warnings)
 
@@ -256,8 +263,9 @@ class Workspace:
         manifest = IndexManifest.read(self.index_dir)
         files = chunks = 0
         if manifest is not None:
-            store = self._open_store()
-            files, chunks = store.count_files(), store.count_chunks()
+            with self._tables_lock:
+                store = self._open_store()
+                files, chunks = store.count_files(), store.count_chunks()
         model = self.embedder or manifest
         return WorkspaceStatus(
             root=str(self.root),

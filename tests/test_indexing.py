@@ -241,3 +241,28 @@ def test_damaged_index_is_reported_and_rebuilt_on_request(workspace):
     report = reopened.index(full=True)
     assert report.files_indexed == 5
     assert reopened.search("follow redirects", top_k=1).results[0].path == "src/http/client.py"
+
+
+def test_searches_keep_working_through_full_rebuilds(workspace):
+    import threading
+
+    errors: list[Exception] = []
+    answered: list[int] = []
+    stop = threading.Event()
+
+    def search_loop():
+        while not stop.is_set():
+            try:
+                answered.append(len(workspace.search("password", threshold=0.0).results))
+            except Exception as exc:  # noqa: BLE001 - any failure is what this test looks for
+                errors.append(exc)
+
+    searcher = threading.Thread(target=search_loop)
+    searcher.start()
+    try:
+        for _ in range(3):
+            workspace.index(full=True)
+    finally:
+        stop.set()
+        searcher.join()
+    assert errors == [] and answered
