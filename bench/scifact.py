@@ -16,6 +16,7 @@ import argparse
 import csv
 import json
 import math
+import shutil
 import sys
 import tempfile
 import time
@@ -90,7 +91,8 @@ def item_protocol_ndcg(ws: Workspace, corpus: list[dict], queries: dict, qrels: 
     chunking that the workspace run adds."""
     texts = [f"{d.get('title', '')} {d.get('text', '')}" for d in corpus]
     vectors = ws.embedder.embed(texts)
-    store = ChunkStore(store_dir, ws.embedder.dimension)
+    shutil.rmtree(store_dir, ignore_errors=True)
+    store = ChunkStore(store_dir, ws.embedder.dimension, create=True)
     rows = [
         {"id": d["_id"], "path": f"docs/{d['_id']}.txt", "start_line": 1, "end_line": 1,
          "language": "text", "kind": "text", "symbol": "", "text": text,
