@@ -1,13 +1,13 @@
 # Two entry points for a fresh machine:
 #   make demo   - set up, install the model (offline), index a workspace and search it
-#   make test   - set up, install the model, run every test
+#   make test   - set up, install the model and the tools (neovim), run every test
 VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
 ROOT ?= .
 QUERY ?= where is the index checked for a different embedding model?
 
-.PHONY: setup model demo test lint bench clean
+.PHONY: setup model tools demo test lint bench clean
 
 $(BIN)/rag-lsp: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,6 +19,11 @@ setup: $(BIN)/rag-lsp model
 model: $(BIN)/rag-lsp
 	$(BIN)/rag-lsp model install
 
+# System packages the tests need (Neovim, for tests/test_neovim_client.py).
+SUDO := $(shell [ "$$(id -u)" = 0 ] || ! command -v sudo >/dev/null || echo sudo)
+tools:
+	command -v nvim >/dev/null || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q neovim; }
+
 demo: setup
 	$(BIN)/rag-lsp index $(ROOT)
 	$(BIN)/rag-lsp search --root $(ROOT) "$(QUERY)"
@@ -26,7 +31,7 @@ demo: setup
 lint: $(BIN)/rag-lsp
 	$(BIN)/ruff check .
 
-test: setup lint
+test: setup tools lint
 	$(BIN)/pytest
 
 clean:

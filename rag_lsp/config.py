@@ -20,6 +20,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 
 from rag_lsp.errors import ConfigError
+from rag_lsp.schema_messages import TYPE_WORDS, describe_rule, show_value
 
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "schemas" / "config.schema.json"
 CONFIG_FILE_NAME = ".rag-lsp.json"
@@ -100,47 +101,6 @@ class Settings:
         return None if self.model_dir is None else self._resolve(root, self.model_dir)
 
 
-def _show(value: Any) -> str:
-    """A value as the user wrote it (JSON spelling for true/false/null), kept short."""
-    if value is None or isinstance(value, bool):
-        text = json.dumps(value)
-    else:
-        text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-_TYPE_WORDS = {
-    "integer": "an integer", "number": "a number", "string": "a string", "boolean": "true or false",
-    "array": "a list", "object": "an object", "null": "null",
-}
-
-
-def _rule(error: Any) -> str:
-    """The rule a jsonschema error broke, in words."""
-    kind, arg, schema = error.validator, error.validator_value, error.schema
-    if kind == "maximum":
-        return f"must be at most {_show(arg)}"
-    if kind == "minimum":
-        return f"must be at least {_show(arg)}"
-    if kind == "enum":
-        return "must be one of " + ", ".join(_show(v) for v in arg)
-    if kind == "type":
-        kinds = [arg] if isinstance(arg, str) else list(arg)
-        return "must be " + " or ".join(_TYPE_WORDS.get(k, k) for k in kinds)
-    if kind == "pattern":
-        return schema.get("patternErrorMessage") or f"must match the pattern {arg!r}"
-    if kind == "uniqueItems":
-        seen: set[str] = set()
-        for item in error.instance:
-            if json.dumps(item) in seen:
-                return f"must not repeat items ({_show(item)} appears twice)"
-            seen.add(json.dumps(item))
-        return "must not repeat items"
-    if kind == "minLength" and arg == 1:
-        return "must not be empty"
-    return error.message
-
-
 def _where(path: list[Any]) -> str:
     head, *rest = path
     return f"`{head}`" + "".join(f"[{p}]" for p in rest)
@@ -176,11 +136,11 @@ def _check(raw: Mapping[str, Any], source_of: Mapping[str, str], source: str) ->
             continue
         key = path[0]
         bad.add(key)
-        message = f"{_where(path)} = {_show(error.instance)} in {source_of.get(key, source)}: "
-        message += _rule(error)
+        message = f"{_where(path)} = {show_value(error.instance)} in {source_of.get(key, source)}: "
+        message += describe_rule(error)
         default = json.dumps(props[key]["default"])
         if len(path) == 1 and len(default) <= 40:
-            message += f" (default {_show(props[key]['default'])})"
+            message += f" (default {show_value(props[key]['default'])})"
         problems.append(message)
     good = {k: v for k, v in known.items() if k not in bad}
     # Cross-field rule the schema cannot say: overlap must leave room for new text.
@@ -206,7 +166,7 @@ def validate_settings(
     ``sources`` optionally names a different source per key (e.g. ``{"searchMode": "--mode"}``).
     """
     if not isinstance(raw, Mapping):
-        kind = _TYPE_WORDS.get(_json_type(raw), _json_type(raw))
+        kind = TYPE_WORDS.get(_json_type(raw), _json_type(raw))
         return Settings(), [f"settings in {source} must be an object, got {kind}"]
     good, problems = _check(raw, sources or {}, source)
     return Settings.from_dict(good), problems

@@ -25,6 +25,8 @@ from rag_lsp.embedding.model_files import find_model
 from rag_lsp.embedding.tokenizer import ModelTokenCounter
 from rag_lsp.errors import ModelIntegrityError, ModelNotFoundError, RagLspError
 from rag_lsp.indexing.indexer import Indexer, IndexReport, ProgressCallback
+from rag_lsp.indexing.scan import WorkspaceFilter
+from rag_lsp.priority import SearchFirst
 from rag_lsp.search.hybrid import MODES, search_chunks
 from rag_lsp.search.results import SearchFilters, SearchResponse
 from rag_lsp.store.lance_store import ChunkStore
@@ -54,6 +56,18 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+def load_embedder(
+    settings: Settings, root: Path | None = None
+) -> tuple[OnnxEmbedder | None, RagLspError | None]:
+    """The embedding model for ``settings``, or ``None`` and the reason it cannot be used."""
+    try:
+        model_dir = settings.model_path(root) if root is not None else settings.model_dir
+        return OnnxEmbedder(find_model(model_dir), batch_size=settings.embed_batch_size), None
+    except (ModelNotFoundError, ModelIntegrityError) as exc:
+        log.warning("embedding model unavailable, lexical search only: %s", exc)
+        return None, exc
+
+
 class Workspace:
     """One workspace folder and its on-disk index.
 
@@ -68,6 +82,7 @@ class Workspace:
         settings: Settings,
         embedder: OnnxEmbedder | None,
         model_error: RagLspError | None = None,
+        priority: SearchFirst | None = None,
     ):
         self.root = root
         self.settings = settings
@@ -80,6 +95,8 @@ class Workspace:
         # full rebuild never deletes files under a running query. Searches are serialised.
         self._tables_lock = threading.RLock()
         self._store: ChunkStore | None = None
+        # Shared with other workspaces of the process: searches go ahead of embedding batches.
+        self.priority = priority or SearchFirst()
 
     @classmethod
     def open(
@@ -88,11 +105,15 @@ class Workspace:
         settings: Settings | None = None,
         *,
         embedder: OnnxEmbedder | None = None,
+        model_error: RagLspError | None = None,
+        priority: SearchFirst | None = None,
     ) -> Workspace:
         """Open ``root`` with its ``.rag-lsp.json`` settings (or ``settings``) and the model.
 
-        Raises :class:`~rag_lsp.errors.RagLspError` subclasses with a message saying how to
-        fix what is wrong (missing model, invalid settings).
+        A caller that already loaded the model (or failed to: ``model_error``) passes it in,
+        so several workspaces share one. Raises :class:`~rag_lsp.errors.RagLspError`
+        subclasses with a message saying how to fix what is wrong (missing model, invalid
+        settings).
         """
         root_path = Path(root).expanduser().resolve()
         if not root_path.is_dir():
@@ -103,16 +124,9 @@ class Workspace:
                 f"`indexPath` = {settings.index_path!r}: object-store indexes are not supported "
                 "yet; use a local folder."
             )
-        if embedder is None:
-            try:
-                embedder = OnnxEmbedder(
-                    find_model(settings.model_path(root_path)),
-                    batch_size=settings.embed_batch_size,
-                )
-            except (ModelNotFoundError, ModelIntegrityError) as exc:
-                log.warning("embedding model unavailable, lexical search only: %s", exc)
-                return cls(root_path, settings, None, exc)
-        return cls(root_path, settings, embedder)
+        if embedder is None and model_error is None:
+            embedder, model_error = load_embedder(settings, root_path)
+        return cls(root_path, settings, embedder, model_error, priority)
 
     @property
     def degraded(self) -> bool:
@@ -185,7 +199,7 @@ class Workspace:
             self.root,
             self.settings,
             store,
-            lambda texts: embedder.embed(texts),
+            lambda texts: embedder.embed(texts, before_batch=self.priority.wait_turn),
             self._counter,
             self.index_dir,
             rechunk=rechunk,
@@ -204,12 +218,27 @@ class Workspace:
             return report
 
     def update(self, rel_paths: list[str]) -> IndexReport:
-        """Re-index just these workspace-relative paths (created, changed or deleted)."""
+        """Re-index just these paths (workspace-relative or absolute): created, changed or
+        deleted files, or deleted folders."""
         self._require_model()
         with self._index_lock:
             report = self._indexer(self._open_store(for_writing=True)).update_paths(rel_paths)
-            self._stamp()
+            if report.files_indexed or report.files_removed:
+                self._stamp()
             return report
+
+    def compact(self) -> None:
+        """Fold rows written by :meth:`update` into the full-text index and compact the
+        tables; worth running once a burst of updates has settled."""
+        self._require_model()
+        with self._index_lock:
+            store = self._open_store(for_writing=True)
+            store.ensure_fts_index()
+            store.optimize()
+
+    def event_filter(self) -> WorkspaceFilter:
+        """The scan's rules, for deciding cheaply which file events can matter."""
+        return WorkspaceFilter(self.root, self.settings, index_dir=self.index_dir)
 
     def _stamp(self, chunking: dict | None = None) -> None:
         manifest = IndexManifest.read(self.index_dir)
@@ -244,7 +273,7 @@ class Workspace:
             mode = "lexical"
             warnings.append(f"semantic search is unavailable, showing lexical results only: "
                             f"{self.model_error}")
-        with self._tables_lock:
+        with self.priority.searching(), self._tables_lock:
             results = search_chunks(
                 self._open_store(),
                 query,

@@ -69,6 +69,17 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_argument("root", nargs="?", default=".", help="workspace folder (default: .)")
     _add_workspace_options(status)
 
+    serve = commands.add_parser(
+        "serve", help="run the language server over stdio",
+        description="Run the language server on stdin/stdout (JSON-RPC, LSP framing), for "
+        "editors. Settings come from the editor (initializationOptions and the `ragLsp` "
+        "section). Logs go to stderr and the editor's log. `rag-lsp --stdio` does the same.",
+    )
+    serve.add_argument("--stdio", action="store_true", help="accepted for editors that pass "
+                       "it; stdio is the only transport")
+    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning"],
+                       help="how much to log to stderr (default: info)")
+
     model = commands.add_parser("model", help="install or check the embedding model")
     model_commands = model.add_subparsers(dest="model_command", metavar="ACTION", required=True)
     install = model_commands.add_parser(
@@ -211,12 +222,27 @@ def cmd_model(args: argparse.Namespace) -> int:
     return EXIT_OK if status["ok"] else EXIT_ERROR
 
 
-COMMANDS = {"index": cmd_index, "search": cmd_search, "status": cmd_status, "model": cmd_model}
+def cmd_serve(args: argparse.Namespace) -> int:
+    from rag_lsp.server import serve_stdio  # pygls is only imported when serving
+
+    serve_stdio(args.log_level)
+    return EXIT_OK
+
+
+COMMANDS = {
+    "index": cmd_index, "search": cmd_search, "status": cmd_status, "model": cmd_model,
+    "serve": cmd_serve,
+}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "--stdio":  # how many editors launch a language server
+        argv = ["serve", *argv]
     args = parser.parse_args(argv)
+    if args.command == "serve":
+        return cmd_serve(args)  # the server sets up its own logging (stdout is the wire)
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",

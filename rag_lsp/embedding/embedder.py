@@ -45,6 +45,9 @@ class OnnxEmbedder:
         hashes = verify_files(files) if verify else {}
         self.model_sha256: str = hashes.get("model.onnx", "")
         self._tokenizer = load_tokenizer(files.tokenizer_path, MAX_MODEL_TOKENS)
+        # Batches are padded by _run; the tokenizer is never reconfigured after this, so
+        # indexing and search threads can share it.
+        self._tokenizer.no_padding()
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads or os.cpu_count() or 1
         options.inter_op_num_threads = 1
@@ -67,11 +70,7 @@ class OnnxEmbedder:
 
     def token_lengths(self, texts: Sequence[str]) -> list[int]:
         """Word-pieces per text as the model sees them (special tokens included, truncated)."""
-        self._tokenizer.no_padding()
-        try:
-            return [len(e.ids) for e in self._tokenizer.encode_batch(list(texts))]
-        finally:
-            self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        return [len(e.ids) for e in self._tokenizer.encode_batch(list(texts))]
 
     def embed(
         self,
@@ -79,22 +78,22 @@ class OnnxEmbedder:
         *,
         batch_size: int | None = None,
         on_batch: Callable[[int], None] | None = None,
+        before_batch: Callable[[], None] | None = None,
     ) -> np.ndarray:
         """Embed ``texts``; returns float32 ``(len(texts), dimension)``, rows L2-normalised.
 
-        ``on_batch(n)`` is called after each batch with the number of texts just embedded.
+        ``on_batch(n)`` is called after each batch with the number of texts just embedded;
+        ``before_batch()`` before each one (indexing uses it to let searches go first).
         """
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
         if not texts:
             return out
         size = batch_size or self.batch_size
-        self._tokenizer.no_padding()
-        try:
-            encodings = self._tokenizer.encode_batch(list(texts))
-        finally:
-            self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        encodings = self._tokenizer.encode_batch(list(texts))
         lengths = [len(e.ids) for e in encodings]
         for batch in self._batches(lengths, size):
+            if before_batch is not None:
+                before_batch()
             out[batch] = self._run([encodings[i].ids for i in batch])
             if on_batch is not None:
                 on_batch(len(batch))

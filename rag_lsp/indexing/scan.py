@@ -117,6 +117,19 @@ class WorkspaceFilter:
             return not self.excludes_dir(rel)
         return self.has_extension(rel) and not self._ignored(rel, is_dir=False)
 
+    def may_matter(self, rel_path: str) -> bool:
+        """Whether a file event at ``rel_path`` could change the index: not inside an excluded
+        folder (the index itself, ``.git``, virtualenvs…), and an indexed file, a rule file,
+        or possibly a folder (no extension)."""
+        rel = _norm(rel_path)
+        if not rel or rel == ".." or rel.startswith("../"):
+            return False
+        if any(self.excludes_dir(d) for d in _ancestors(rel)[1:]) or self.excludes_dir(rel):
+            return False
+        # A deleted folder has no extension; what is a file right now can be judged by name.
+        return (self.has_extension(rel) or self.is_rule_file(rel)
+                or not (self.root / rel).is_file())
+
     def has_extension(self, rel_path: str) -> bool:
         """True if the file name ends with a configured extension (case-insensitive)."""
         return os.path.splitext(rel_path)[1].lower() in self._extensions

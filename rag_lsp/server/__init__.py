@@ -1,0 +1,5 @@
+"""The language server (pygls wiring only): ``rag-lsp serve`` runs it over stdio."""
+
+from rag_lsp.server.app import RagServer, build_server, serve_stdio
+
+__all__ = ["RagServer", "build_server", "serve_stdio"]

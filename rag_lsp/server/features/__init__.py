@@ -1,0 +1,1 @@
+"""One module per feature; each has ``register(server)`` adding its handlers."""

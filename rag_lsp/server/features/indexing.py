@@ -1,0 +1,244 @@
+"""Indexing runs with progress, updates from file events, and ``rag/reindex``.
+
+Runs and updates for a folder all go through its single writer thread. File events are
+coalesced: each one restarts a short quiet timer, bounded so a steady stream still flushes,
+and everything pending goes to the engine as one batch (a branch switch touching 1,000 files is
+one update, not 1,000).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Iterable
+from datetime import datetime, timezone
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from pygls.exceptions import JsonRpcInvalidParams
+
+from rag_lsp.errors import RagLspError
+from rag_lsp.indexing.indexer import IndexProgress, IndexReport
+from rag_lsp.server.folders import DEGRADED, ERROR, INDEXING, READY, FolderIndex, uri_to_path
+from rag_lsp.server.methods import RAG_REINDEX
+from rag_lsp.server.progress import WorkDone
+from rag_lsp.server.protocol import parse_params
+
+if TYPE_CHECKING:
+    from rag_lsp.server.app import RagServer
+
+log = logging.getLogger(__name__)
+
+QUIET_SECONDS = 0.03  # an event burst is over once it has been quiet this long…
+MAX_DELAY_SECONDS = 0.25  # …but pending events never wait longer than this
+COMPACT_AFTER_SECONDS = 20.0  # compact once updates have settled for this long
+COMPACT_EVERY_UPDATES = 100  # or after this many updates, whatever comes first
+
+
+class IndexCancelled(Exception):
+    """Raised from the progress callback to stop an indexing run between files."""
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+class IndexingService:
+    def __init__(self, server: RagServer):
+        self.server = server
+
+    # ---- runs --------------------------------------------------------------------------
+
+    def start_run(self, folder: FolderIndex, *, full: bool = False) -> bool:
+        """Start an indexing run on ``folder`` (or queue one if a run is under way).
+        False when the folder cannot be indexed (no model)."""
+        if folder.closed:
+            return False
+        if folder.workspace.degraded:
+            self.server.set_folder_state(folder, DEGRADED, self.server.degraded_message())
+            return False
+        if folder.running:
+            if not full:
+                folder.rerun = True
+                return True
+            folder.cancel.set()  # a full rebuild replaces the current run
+        previous = folder.run
+        folder.run = asyncio.ensure_future(self._run(folder, full, previous))
+        return True
+
+    async def _run(self, folder: FolderIndex, full: bool, previous: asyncio.Task | None) -> None:
+        if previous is not None:
+            await asyncio.gather(previous, return_exceptions=True)
+        folder.cancel = cancel = threading.Event()
+        folder.rerun = False
+        self.server.set_folder_state(folder, INDEXING, "scanning files")
+        work = WorkDone(self.server, f"rag-lsp: indexing {folder.name}", cancel)
+        await work.begin("scanning files")
+        loop = asyncio.get_running_loop()
+
+        def on_progress(progress: IndexProgress) -> None:
+            if cancel.is_set():
+                raise IndexCancelled
+            loop.call_soon_threadsafe(work.report, progress)
+
+        state, message = READY, ""
+        try:
+            report = await loop.run_in_executor(
+                folder.writer, partial(folder.workspace.index, full=full, progress=on_progress)
+            )
+            message = summarise(report)
+            folder.last_update = _now()
+            log.info("%s: %s", folder.name, message)
+        except IndexCancelled:
+            message = "indexing was cancelled; searches use what was indexed so far"
+            log.info("%s: %s", folder.name, message)
+        except RagLspError as exc:
+            state, message = ERROR, str(exc)
+            self.server.show_error(f"rag-lsp could not index {folder.root}: {exc}")
+        except Exception as exc:  # contained: the server keeps serving
+            log.exception("indexing %s failed", folder.root)
+            state, message = ERROR, f"indexing failed: {exc}"
+            self.server.show_error(f"rag-lsp: indexing {folder.root} failed: {exc}")
+        finally:
+            work.end(message or "done")
+        if folder.closed:
+            return
+        await self.refresh_counts(folder)
+        self.server.set_folder_state(folder, state, message)
+        if folder.rerun and state == READY:
+            loop.call_soon(self.start_run, folder)
+        elif folder.pending or folder.rescan:
+            self.schedule_flush(folder, delay=0)
+
+    async def refresh_counts(self, folder: FolderIndex) -> None:
+        try:
+            status = await asyncio.get_running_loop().run_in_executor(
+                self.server.search_pool, folder.workspace.status
+            )
+        except RagLspError as exc:
+            log.warning("%s: cannot read index status: %s", folder.name, exc)
+            return
+        folder.files, folder.chunks = status.files, status.chunks
+        folder.last_update = status.last_indexed_at or folder.last_update
+
+    # ---- file events -------------------------------------------------------------------
+
+    def queue_paths(self, folder: FolderIndex, paths: Iterable[str]) -> None:
+        """Note changed paths (absolute, or relative to the folder); apply them shortly."""
+        if folder.closed or folder.workspace.degraded:
+            return
+        added = False
+        for path in paths:
+            rel = folder.rules.relative(path)
+            if rel is None or not folder.rules.may_matter(rel):
+                continue
+            if folder.rules.is_rule_file(rel):
+                folder.rules.forget(rel)
+                folder.rescan = True
+            folder.pending.add(rel)
+            added = True
+        if added:
+            self.schedule_flush(folder)
+
+    def schedule_flush(self, folder: FolderIndex, delay: float | None = None) -> None:
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        if not folder.first_pending_at:
+            folder.first_pending_at = now
+        if delay is None:
+            delay = min(QUIET_SECONDS, max(0.0, folder.first_pending_at + MAX_DELAY_SECONDS - now))
+        if folder.flush_timer is not None:
+            folder.flush_timer.cancel()
+        folder.flush_timer = loop.call_later(
+            delay, lambda: asyncio.ensure_future(self.flush(folder))
+        )
+
+    async def flush(self, folder: FolderIndex) -> None:
+        """Apply every pending event as one engine update (or one rescan)."""
+        folder.flush_timer = None
+        if folder.closed or folder.running or folder.flushing:
+            return  # the run's end, or the running flush, picks the events up
+        if folder.rescan:
+            folder.rescan = False
+            folder.pending.clear()
+            folder.first_pending_at = 0.0
+            self.start_run(folder)  # ignore rules changed: the scan decides again
+            return
+        paths, folder.pending = sorted(folder.pending), set()
+        folder.first_pending_at = 0.0
+        if not paths:
+            return
+        folder.flushing = True
+        loop = asyncio.get_running_loop()
+        try:
+            report = await loop.run_in_executor(folder.writer, folder.workspace.update, paths)
+        except RagLspError as exc:
+            log.warning("%s: could not apply %d changed files: %s", folder.name, len(paths), exc)
+            self.server.set_folder_state(folder, ERROR, str(exc))
+            return
+        except Exception:
+            log.exception("%s: updating %d files failed", folder.name, len(paths))
+            return
+        finally:
+            folder.flushing = False
+        if report.files_indexed or report.files_removed:
+            log.info("%s: %d changed files applied (%d indexed, %d removed, %d chunks "
+                     "embedded) in %.0f ms", folder.name, len(paths), report.files_indexed,
+                     report.files_removed, report.chunks_embedded, report.seconds * 1000)
+            folder.last_update = _now()
+            folder.updates_since_compact += 1
+            self.schedule_compact(folder)
+            await self.refresh_counts(folder)
+            self.server.send_index_status()
+        if folder.pending or folder.rescan:
+            self.schedule_flush(folder, delay=0)
+
+    # ---- compaction --------------------------------------------------------------------
+
+    def schedule_compact(self, folder: FolderIndex) -> None:
+        if folder.compact_timer is not None:
+            folder.compact_timer.cancel()
+        delay = 0.0 if folder.updates_since_compact >= COMPACT_EVERY_UPDATES else (
+            COMPACT_AFTER_SECONDS)
+        folder.compact_timer = asyncio.get_running_loop().call_later(
+            delay, lambda: asyncio.ensure_future(self.compact(folder))
+        )
+
+    async def compact(self, folder: FolderIndex) -> None:
+        folder.compact_timer = None
+        if folder.closed or folder.running:
+            return  # a run compacts at its end
+        folder.updates_since_compact = 0
+        try:
+            await asyncio.get_running_loop().run_in_executor(
+                folder.writer, folder.workspace.compact
+            )
+        except Exception as exc:  # compaction is an optimisation; never fatal
+            log.warning("%s: compaction failed: %s", folder.name, exc)
+
+
+def summarise(report: IndexReport) -> str:
+    return (f"{report.files_scanned} files scanned, {report.files_indexed} indexed, "
+            f"{report.files_removed} removed, {report.chunks_embedded} chunks embedded, "
+            f"{report.chunks_total} chunks in the index ({report.seconds:.1f} s)")
+
+
+def register(server: RagServer) -> None:
+    @server.feature(RAG_REINDEX)
+    async def reindex(ls: RagServer, params: Any) -> dict:
+        args = parse_params(RAG_REINDEX, params)
+        ls.require_enabled()
+        folders = list(ls.folders.values())
+        if "folder" in args:
+            wanted = uri_to_path(args["folder"])
+            folders = [f for f in folders if f.root == wanted]
+            if not folders:
+                open_ = ", ".join(ls.folders) or "none"
+                raise JsonRpcInvalidParams(
+                    f"$.folder = {args['folder']!r}: not an open workspace folder "
+                    f"(open: {open_})"
+                )
+        started = [f.uri for f in folders
+                   if ls.indexing.start_run(f, full=bool(args.get("full", False)))]
+        return {"started": started}

@@ -1,0 +1,144 @@
+"""Keeping the index current: file events from the client, or from our own watcher.
+
+Clients that can register file watchers dynamically (VS Code…) get one registration for
+``**/*`` and send ``workspace/didChangeWatchedFiles``. For the others (Neovim 0.7, many
+minimal clients) the server watches each folder itself with ``watchfiles`` (inotify and
+friends). ``textDocument/didSave`` feeds the same path. Either way, events end up in
+:meth:`IndexingService.queue_paths`, which filters and coalesces them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import uuid
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import watchfiles
+from lsprotocol import types
+
+from rag_lsp.server.folders import FolderIndex, folder_of, uri_to_path
+
+if TYPE_CHECKING:
+    from rag_lsp.server.app import RagServer
+
+log = logging.getLogger(__name__)
+
+# watchfiles yields once no new event arrived for STEP ms, or after DEBOUNCE ms of a stream.
+WATCH_STEP_MS = 20
+WATCH_DEBOUNCE_MS = 200
+
+
+class FolderWatcher:
+    """A thread that watches one folder and hands changed paths to ``on_paths``."""
+
+    def __init__(self, folder: FolderIndex, on_paths: Callable[[list[str]], None]):
+        self.folder = folder
+        self._on_paths = on_paths
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=self._watch, name=f"rag-watch-{folder.name}", daemon=True
+        )
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _watch(self) -> None:
+        try:
+            for changes in watchfiles.watch(
+                self.folder.root,
+                stop_event=self._stop,
+                step=WATCH_STEP_MS,
+                debounce=WATCH_DEBOUNCE_MS,
+                raise_interrupt=False,
+                ignore_permission_denied=True,
+            ):
+                self._on_paths([path for _change, path in changes])
+        except Exception as exc:  # e.g. the inotify watch limit; say so, keep serving
+            log.warning("cannot watch %s for changes (%s); the index follows only the "
+                        "editor's events and saves until the server restarts", self.folder.root,
+                        exc)
+
+
+class WatchService:
+    def __init__(self, server: RagServer):
+        self.server = server
+        self._watchers: dict[str, FolderWatcher] = {}
+        self._registration_id: str | None = None
+
+    @property
+    def client_watches(self) -> bool:
+        """True once the client agreed to send us file events for every folder."""
+        return self._registration_id is not None
+
+    async def start(self) -> None:
+        """Ask the client for file events, or fall back to watching folders ourselves."""
+        caps = self.server.client_capabilities.workspace
+        dynamic = caps and caps.did_change_watched_files and (
+            caps.did_change_watched_files.dynamic_registration)
+        if dynamic and self._registration_id is None:
+            registration_id = str(uuid.uuid4())
+            try:
+                await self.server.client_register_capability_async(
+                    types.RegistrationParams(registrations=[types.Registration(
+                        id=registration_id,
+                        method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                        register_options=types.DidChangeWatchedFilesRegistrationOptions(
+                            watchers=[types.FileSystemWatcher(glob_pattern="**/*")]
+                        ),
+                    )])
+                )
+                self._registration_id = registration_id
+                log.info("the editor reports file changes (registered a watcher for **/*)")
+            except Exception as exc:
+                log.info("the editor refused file watching (%s); watching folders ourselves",
+                         exc)
+        for folder in self.server.folders.values():
+            self.add_folder(folder)
+
+    def add_folder(self, folder: FolderIndex) -> None:
+        if self.client_watches or folder.uri in self._watchers:
+            return
+        loop = asyncio.get_running_loop()
+
+        def on_paths(paths: list[str]) -> None:
+            loop.call_soon_threadsafe(self.server.indexing.queue_paths, folder, paths)
+
+        watcher = FolderWatcher(folder, on_paths)
+        watcher.start()
+        self._watchers[folder.uri] = watcher
+        log.info("watching %s for changes", folder.root)
+
+    def remove_folder(self, uri: str) -> None:
+        watcher = self._watchers.pop(uri, None)
+        if watcher is not None:
+            watcher.stop()
+
+    def stop(self) -> None:
+        for uri in list(self._watchers):
+            self.remove_folder(uri)
+
+    def on_uris(self, uris: list[str]) -> None:
+        """File events given as URIs (watched-files notifications, saves)."""
+        for uri in uris:
+            path = uri_to_path(uri)
+            folder = folder_of(self.server.folders, path) if path else None
+            if folder is not None:
+                self.server.indexing.queue_paths(folder, [str(path)])
+
+
+def register(server: RagServer) -> None:
+    @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    def watched_files_changed(ls: RagServer, params: types.DidChangeWatchedFilesParams) -> None:
+        if ls.enabled:
+            ls.watching.on_uris([change.uri for change in params.changes])
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
+    def saved(ls: RagServer, params: types.DidSaveTextDocumentParams) -> None:
+        if ls.enabled:
+            ls.watching.on_uris([params.text_document.uri])

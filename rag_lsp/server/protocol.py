@@ -1,0 +1,89 @@
+"""Custom request params and results checked against ``schemas/protocol/*.json``.
+
+pygls hands custom params over raw (JSON objects as dicts); each handler validates them here, so
+a malformed request gets JSON-RPC ``-32602`` with a message naming the field (``$.query:
+required``) instead of a traceback or no reply at all.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from pygls.exceptions import JsonRpcInvalidParams
+from referencing import Registry, Resource
+
+from rag_lsp.schema_messages import describe_rule, show_value
+
+PROTOCOL_DIR = Path(__file__).resolve().parents[2] / "schemas" / "protocol"
+
+
+@cache
+def protocol_schemas() -> dict[str, dict[str, Any]]:
+    """Each method's schema document, by method name."""
+    documents = [json.loads(p.read_text(encoding="utf-8"))
+                 for p in sorted(PROTOCOL_DIR.glob("*.json"))]
+    return {doc["x-method"]: doc for doc in documents}
+
+
+@cache
+def _registry() -> Registry:
+    resources = [(doc["$id"], Resource.from_contents(doc)) for doc in protocol_schemas().values()]
+    return Registry().with_resources(resources)
+
+
+@cache
+def _validator(method: str, part: str) -> Draft202012Validator:
+    document = protocol_schemas()[method]
+    return Draft202012Validator(
+        {"$ref": f"{document['$id']}#/$defs/{part}"}, registry=_registry()
+    )
+
+
+def _json_path(path: Any) -> str:
+    return "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
+
+
+def problems(method: str, part: str, value: Any) -> list[str]:
+    """Readable problems with ``value`` as ``method``'s ``params`` or ``result``."""
+    found = []
+    for error in sorted(_validator(method, part).iter_errors(value),
+                        key=lambda e: [str(p) for p in e.absolute_path]):
+        where = list(error.absolute_path)
+        if error.validator == "required":
+            missing = error.message.split("'")[1]
+            found.append(f"{_json_path([*where, missing])}: required")
+        elif error.validator == "additionalProperties":
+            allowed = sorted(error.schema.get("properties", {}))
+            extra = sorted(set(error.instance) - set(allowed))
+            found += [f"{_json_path([*where, key])}: unknown field (known: {', '.join(allowed)})"
+                      for key in extra]
+        else:
+            found.append(f"{_json_path(where)} = {show_value(error.instance)}: "
+                         f"{describe_rule(error)}")
+    return found
+
+
+def parse_params(method: str, params: Any) -> dict[str, Any]:
+    """``params`` as a plain dict, or ``JsonRpcInvalidParams`` listing every problem."""
+    # pygls may hand over attrs-like objects for some shapes; normalise to plain JSON values.
+    params = _plain(params)
+    found = problems(method, "params", params)
+    if found:
+        raise JsonRpcInvalidParams(f"invalid params for {method}: " + "; ".join(found))
+    return params or {}
+
+
+def _plain(value: Any) -> Any:
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if hasattr(value, "_asdict"):  # pygls' namedtuple-style objects (before tuple!)
+        return _plain(value._asdict())
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value

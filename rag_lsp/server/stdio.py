@@ -1,0 +1,65 @@
+"""stdout is the wire: only JSON-RPC frames may reach it.
+
+Anything else that writes to stdout (a stray ``print``, a native library writing to fd 1) would
+corrupt the stream for strict clients such as VS Code. Before serving, the real stdout is kept
+for the protocol and both ``sys.stdout`` and fd 1 are pointed at stderr.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Callable
+from typing import BinaryIO
+
+from lsprotocol import types
+
+
+def claim_stdout() -> BinaryIO:
+    """A private stream on the original stdout, for JSON-RPC; fd 1 then goes to stderr."""
+    sys.stdout.flush()
+    wire = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    sys.stdout = sys.stderr
+    return wire
+
+
+_LEVELS = {
+    logging.ERROR: types.MessageType.Error,
+    logging.WARNING: types.MessageType.Warning,
+    logging.INFO: types.MessageType.Info,
+    logging.DEBUG: types.MessageType.Log,
+}
+
+
+class ClientLogHandler(logging.Handler):
+    """Forwards rag-lsp's log records to the client's log (``window/logMessage``).
+
+    pygls's own records are not forwarded: sending a message logs, which would loop.
+    """
+
+    def __init__(self, send: Callable[[types.MessageType, str], None]):
+        super().__init__(logging.INFO)
+        self._send = send
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if not record.name.startswith("rag_lsp"):
+            return
+        try:
+            kind = next(v for k, v in _LEVELS.items() if record.levelno >= k)
+            self._send(kind, self.format(record))
+        except Exception:  # never let logging take the server down
+            self.handleError(record)
+
+
+def configure_logging(level: str) -> None:
+    """Everything to stderr; the client handler is added once the server exists."""
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=getattr(logging, level.upper(), logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    # pygls logs every message at debug/info; keep its chatter out unless asked for.
+    if level.upper() != "DEBUG":
+        logging.getLogger("pygls").setLevel(logging.WARNING)

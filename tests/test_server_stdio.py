@@ -1,0 +1,84 @@
+"""The server's stdout, read byte for byte from a raw subprocess, holds nothing but
+well-formed `Content-Length` frames — even when code inside the server prints."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+from rag_lsp.server.methods import RAG_SEARCH
+from tests.conftest import SAMPLE_FILES, write_files
+
+
+def frame(message: dict) -> bytes:
+    body = json.dumps(message).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def parse_frames(data: bytes) -> list[dict]:
+    """Every byte must belong to a frame: header block, blank line, JSON body of that size."""
+    messages, position = [], 0
+    while position < len(data):
+        header_end = data.index(b"\r\n\r\n", position)
+        headers = data[position:header_end].decode("ascii").split("\r\n")
+        lengths = [int(h.split(":", 1)[1]) for h in headers
+                   if h.lower().startswith("content-length:")]
+        assert len(lengths) == 1, f"bad header block {headers!r} at byte {position}"
+        assert all(h.lower().startswith(("content-length:", "content-type:")) for h in headers)
+        start = header_end + 4
+        body = data[start:start + lengths[0]]
+        assert len(body) == lengths[0], "truncated frame"
+        message = json.loads(body)
+        assert message["jsonrpc"] == "2.0"
+        messages.append(message)
+        position = start + lengths[0]
+    return messages
+
+
+def test_stdout_carries_only_frames(tmp_path):
+    root = tmp_path / "repo"
+    write_files(root, SAMPLE_FILES)
+    # A stray print in the server process would land on stdout without the redirection.
+    sitecustomize = tmp_path / "noisy"
+    sitecustomize.mkdir()
+    (sitecustomize / "sitecustomize.py").write_text(
+        "import atexit, os\n"
+        "atexit.register(lambda: (print('stray print at exit'), os.write(1, b'raw fd write\\n')))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(sitecustomize)}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "rag_lsp", "serve"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+    )
+    requests = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "processId": os.getpid(), "rootUri": root.as_uri(), "capabilities": {},
+            "initializationOptions": {}}},
+        {"jsonrpc": "2.0", "method": "initialized", "params": {}},
+    ]
+    server.stdin.write(b"".join(frame(r) for r in requests))
+    server.stdin.flush()
+    time.sleep(8)  # index the sample (a few files) and print along the way
+    searches = [
+        {"jsonrpc": "2.0", "id": 2, "method": RAG_SEARCH, "params": {"query": "LRU cache"}},
+        {"jsonrpc": "2.0", "id": 3, "method": RAG_SEARCH, "params": {"topK": "x"}},
+    ]
+    server.stdin.write(b"".join(frame(r) for r in searches))
+    server.stdin.flush()
+    time.sleep(2)  # shutdown cancels requests still running, as LSP allows
+    tail = [
+        {"jsonrpc": "2.0", "id": 4, "method": "shutdown", "params": None},
+        {"jsonrpc": "2.0", "method": "exit", "params": None},
+    ]
+    stdout, stderr = server.communicate(b"".join(frame(r) for r in tail), timeout=60)
+    messages = parse_frames(stdout)
+    by_id = {m.get("id"): m for m in messages if "method" not in m}
+    assert by_id[1]["result"]["serverInfo"]["name"] == "rag-lsp"
+    assert by_id[2]["result"]["results"][0]["path"] == "src/cache/lru.py"
+    assert by_id[3]["error"]["code"] == -32602
+    assert by_id[4]["result"] is None
+    assert b"stray print at exit" in stderr and b"raw fd write" in stderr
+    assert server.returncode == 0
