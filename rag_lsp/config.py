@@ -69,6 +69,7 @@ class Settings:
     model_dir: str | None = _default("modelDir")
     embed_batch_size: int = _default("embedBatchSize")
     enabled: bool = _default("enabled")
+    extra_modes: tuple[str, ...] = _default("extraModes")
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Settings:

@@ -26,11 +26,13 @@ from rag_lsp.embedding.tokenizer import ModelTokenCounter
 from rag_lsp.errors import ModelIntegrityError, ModelNotFoundError, RagLspError
 from rag_lsp.indexing.indexer import Indexer, IndexReport, ProgressCallback
 from rag_lsp.indexing.scan import WorkspaceFilter
+from rag_lsp.knowledge import KnowledgeBase
 from rag_lsp.priority import SearchFirst
-from rag_lsp.search.hybrid import MODES, search_chunks
-from rag_lsp.search.results import SearchFilters, SearchResponse
+from rag_lsp.search.hybrid import MODES, rank_chunks, search_chunks
+from rag_lsp.search.results import ChunkHit, SearchFilters, SearchResponse
 from rag_lsp.store.lance_store import ChunkStore
 from rag_lsp.store.manifest import SCHEMA_VERSION, IndexManifest
+from rag_lsp.store.sql import all_of, quote
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +99,7 @@ class Workspace:
         self._store: ChunkStore | None = None
         # Shared with other workspaces of the process: searches go ahead of embedding batches.
         self.priority = priority or SearchFirst()
+        self._knowledge: KnowledgeBase | None = None
 
     @classmethod
     def open(
@@ -127,6 +130,24 @@ class Workspace:
         if embedder is None and model_error is None:
             embedder, model_error = load_embedder(settings, root_path)
         return cls(root_path, settings, embedder, model_error, priority)
+
+    @property
+    def knowledge(self) -> KnowledgeBase:
+        """The per-mode knowledge bases, kept beside the code index (a full rebuild of the
+        code index leaves them alone)."""
+        if self._knowledge is None:
+            manifest = IndexManifest.read(self.index_dir)
+            dimension = (self.embedder.dimension if self.embedder
+                         else manifest.dimension if manifest else 0)
+            self._knowledge = KnowledgeBase(
+                self.index_dir, self.root, self.embedder.embed if self.embedder else None,
+                dimension)
+        return self._knowledge
+
+    @property
+    def token_counter(self) -> ModelTokenCounter | None:
+        """The model's tokenizer as a counter (``None`` without the model)."""
+        return self._counter
 
     @property
     def degraded(self) -> bool:
@@ -261,18 +282,9 @@ class Workspace:
     ) -> SearchResponse:
         """Files relevant to ``query``, best first (see :mod:`rag_lsp.search.hybrid`)."""
         started = time.perf_counter()
-        mode = mode or self.settings.search_mode
-        if mode not in MODES:
-            raise RagLspError(f"search mode {mode!r} is not one of {', '.join(MODES)}")
-        if not query.strip():
-            raise RagLspError("the search query is empty; pass some words to look for")
         if top_k is not None and top_k < 1:
             raise RagLspError(f"top_k must be at least 1 (got {top_k})")
-        warnings: list[str] = []
-        if self.embedder is None and mode != "lexical":
-            mode = "lexical"
-            warnings.append(f"semantic search is unavailable, showing lexical results only: "
-                            f"{self.model_error}")
+        mode, warnings = self._search_mode(query, mode)
         with self.priority.searching(), self._tables_lock:
             results = search_chunks(
                 self._open_store(),
@@ -285,6 +297,55 @@ class Workspace:
             )
         took_ms = (time.perf_counter() - started) * 1000
         return SearchResponse(query, mode, took_ms, results, warnings)
+
+    def find_chunks(
+        self,
+        query: str,
+        *,
+        limit: int,
+        threshold: float | None = None,
+        mode: str | None = None,
+        filters: SearchFilters | None = None,
+    ) -> list[ChunkHit]:
+        """Chunks (not files) relevant to ``query``, best first: the raw material for packing
+        context. Same modes, threshold and filters as :meth:`search`."""
+        mode, _warnings = self._search_mode(query, mode)
+        with self.priority.searching(), self._tables_lock:
+            return rank_chunks(
+                self._open_store(),
+                query,
+                mode=mode,
+                limit=limit,
+                threshold=self.settings.threshold if threshold is None else threshold,
+                filters=filters or SearchFilters(),
+                embed_query=self.embedder.embed_query if self.embedder else None,
+            )
+
+    def definition_span(self, path: str, symbol: str) -> tuple[int, int] | None:
+        """First and last line of every chunk of ``symbol`` in ``path`` (an oversized
+        definition is indexed in pieces; this is the whole of it)."""
+        if not symbol:
+            return None
+        with self._tables_lock:
+            rows = self._open_store().chunk_rows(
+                all_of(f"path = {quote(path)}", f"symbol = {quote(symbol)}"),
+                ["start_line", "end_line"],
+            )
+        if not rows:
+            return None
+        return min(r["start_line"] for r in rows), max(r["end_line"] for r in rows)
+
+    def _search_mode(self, query: str, mode: str | None) -> tuple[str, list[str]]:
+        """The mode to use (lexical without a model) and any warning to pass on."""
+        mode = mode or self.settings.search_mode
+        if mode not in MODES:
+            raise RagLspError(f"search mode {mode!r} is not one of {', '.join(MODES)}")
+        if not query.strip():
+            raise RagLspError("the search query is empty; pass some words to look for")
+        if self.embedder is None and mode != "lexical":
+            return "lexical", [f"semantic search is unavailable, showing lexical results "
+                               f"only: {self.model_error}"]
+        return mode, []
 
     # ---- status ------------------------------------------------------------------------
 

@@ -50,7 +50,7 @@ def test_stdout_carries_only_frames(tmp_path):
     )
     env = {**os.environ, "PYTHONPATH": str(sitecustomize)}
     server = subprocess.Popen(
-        [sys.executable, "-m", "rag_lsp", "serve"],
+        [sys.executable, "-m", "rag_lsp", "--stdio"],  # the spelling many editors use
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
     )
     requests = [

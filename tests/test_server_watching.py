@@ -102,3 +102,37 @@ async def test_workspace_folders_can_be_added_and_removed(nvim_like, folders):
         folder_uris = {r["folder"] for r in result["results"]}
         return folder_uris == {folders["extra"].as_uri(), folders["backend"].as_uri()}
     await wait_until(switched, timeout=30, what="search follows the folder change")
+
+
+async def test_cancelling_the_progress_stops_an_indexing_run(nvim_like, folders):
+    big = folders["store"].parent / "big"
+    write_files(big, {
+        f"pkg/module_{i:03}.py": "".join(
+            f"def step_{i}_{j}(value):\n    '''Stage {j} of pipeline {i}.'''\n"
+            f"    return value * {j} + {i}\n\n" for j in range(6))
+        for i in range(300)
+    })
+    known = set(nvim_like.progress_reports)
+    nvim_like.workspace_did_change_workspace_folders(types.DidChangeWorkspaceFoldersParams(
+        event=types.WorkspaceFoldersChangeEvent(
+            added=[types.WorkspaceFolder(uri=big.as_uri(), name="big")], removed=[])))
+
+    async def run_started():
+        return [t for t, reports in nvim_like.progress_reports.items()
+                if t not in known and reports]
+    await wait_until(run_started, timeout=30, what="a progress begin for the new folder")
+    token = (await run_started())[0]
+    nvim_like.window_work_done_progress_cancel(types.WorkDoneProgressCancelParams(token=token))
+
+    async def ended():
+        reports = nvim_like.progress_reports[token]
+        return isinstance(reports[-1], types.WorkDoneProgressEnd)
+    await wait_until(ended, timeout=60, what="the cancelled run to end")
+    assert "cancelled" in nvim_like.progress_reports[token][-1].message
+    status = plain(await nvim_like.protocol.send_request_async(RAG_STATUS, None))
+    big_status = next(f for f in status["folders"] if f["uri"] == big.as_uri())
+    assert big_status["state"] == "ready" and "cancelled" in big_status["message"]
+    assert big_status["files"] < 300
+    nvim_like.workspace_did_change_workspace_folders(types.DidChangeWorkspaceFoldersParams(
+        event=types.WorkspaceFoldersChangeEvent(
+            added=[], removed=[types.WorkspaceFolder(uri=big.as_uri(), name="big")])))

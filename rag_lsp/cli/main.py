@@ -80,6 +80,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning"],
                        help="how much to log to stderr (default: info)")
 
+    from rag_lsp.cli.modes import add_parsers
+
+    add_parsers(commands, _add_workspace_options)
+
     model = commands.add_parser("model", help="install or check the embedding model")
     model_commands = model.add_subparsers(dest="model_command", metavar="ACTION", required=True)
     install = model_commands.add_parser(
@@ -229,9 +233,21 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_context(args: argparse.Namespace) -> int:
+    from rag_lsp.cli.modes import cmd_context as run
+
+    return run(args, _open_workspace(args.root, args), _print_json)
+
+
+def cmd_kb(args: argparse.Namespace) -> int:
+    from rag_lsp.cli.modes import cmd_kb as run
+
+    return run(args, _open_workspace(args.root, args), _print_json)
+
+
 COMMANDS = {
     "index": cmd_index, "search": cmd_search, "status": cmd_status, "model": cmd_model,
-    "serve": cmd_serve,
+    "serve": cmd_serve, "context": cmd_context, "kb": cmd_kb,
 }
 
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 import numpy as np
 import pathspec
 
-from rag_lsp.search.results import LineRange, SearchFilters, SearchResult, snippet_of
+from rag_lsp.search.results import ChunkHit, LineRange, SearchFilters, SearchResult, snippet_of
 from rag_lsp.store.lance_store import ChunkStore
 from rag_lsp.store.sql import all_of, in_list
 
@@ -60,10 +60,26 @@ def search_chunks(
     embed_query: Callable[[str], np.ndarray] | None,
 ) -> list[SearchResult]:
     """Ranked, per-file-merged results for ``query``."""
+    limit = max(MIN_CANDIDATES, top_k * CANDIDATES_PER_RESULT)
+    hits = rank_chunks(store, query, mode=mode, limit=limit, threshold=threshold,
+                       filters=filters, embed_query=embed_query)
+    return merge_by_file(hits, top_k)
+
+
+def rank_chunks(
+    store: ChunkStore,
+    query: str,
+    *,
+    mode: str,
+    limit: int,
+    threshold: float,
+    filters: SearchFilters,
+    embed_query: Callable[[str], np.ndarray] | None,
+) -> list[ChunkHit]:
+    """Chunks relevant to ``query``, best first (up to ``limit`` from each retriever)."""
     where = filter_clause(store, filters)
     if where == "(false)":
         return []
-    limit = max(MIN_CANDIDATES, top_k * CANDIDATES_PER_RESULT)
     rows: dict[str, dict] = {}
     vector_ids: list[str] = []
     text_ids: list[str] = []
@@ -92,33 +108,39 @@ def search_chunks(
         order = [i for i in sorted(fused, key=fused.get, reverse=True)
                  if rows[i]["cosine"] >= threshold]
         score_of = {i: rows[i]["cosine"] for i in order}
-    return merge_by_file([rows[i] for i in order], score_of, top_k)
+    return [
+        ChunkHit(
+            path=rows[i]["path"], start_line=int(rows[i]["start_line"]),
+            end_line=int(rows[i]["end_line"]), kind=rows[i]["kind"], symbol=rows[i]["symbol"],
+            language=rows[i]["language"], text=rows[i]["text"],
+            score=round(float(score_of[i]), 6),
+        )
+        for i in order
+    ]
 
 
-def merge_by_file(
-    ranked_rows: list[dict], score_of: dict[str, float], top_k: int
-) -> list[SearchResult]:
+def merge_by_file(hits: list[ChunkHit], top_k: int) -> list[SearchResult]:
     """One result per file, in order of its best chunk; ranges listed best first."""
     results: dict[str, SearchResult] = {}
-    for row in ranked_rows:
-        score = round(float(score_of[row["id"]]), 6)
-        line_range = LineRange(int(row["start_line"]), int(row["end_line"]), score)
-        existing = results.get(row["path"])
+    for hit in hits:
+        score = hit.score
+        line_range = LineRange(hit.start_line, hit.end_line, score)
+        existing = results.get(hit.path)
         if existing is not None:
             if not any(r.start_line == line_range.start_line for r in existing.ranges):
                 existing.ranges.append(line_range)
             continue
         if len(results) == top_k:
             continue
-        results[row["path"]] = SearchResult(
-            path=row["path"],
+        results[hit.path] = SearchResult(
+            path=hit.path,
             start_line=line_range.start_line,
             end_line=line_range.end_line,
             score=score,
-            kind=row["kind"],
-            symbol=row["symbol"],
-            language=row["language"],
+            kind=hit.kind,
+            symbol=hit.symbol,
+            language=hit.language,
             ranges=[line_range],
-            snippet=snippet_of(row["text"]),
+            snippet=snippet_of(hit.text),
         )
     return list(results.values())

@@ -24,6 +24,20 @@ class LineRange:
 
 
 @dataclass
+class ChunkHit:
+    """One indexed chunk that matched, before results are merged per file."""
+
+    path: str
+    start_line: int  # 1-based, inclusive
+    end_line: int
+    kind: str
+    symbol: str
+    language: str
+    text: str
+    score: float  # cosine (vector, hybrid) or BM25 (lexical)
+
+
+@dataclass
 class SearchResult:
     """A file that matched: its best chunk's range and every matching range, best first."""
 

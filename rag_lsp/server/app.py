@@ -17,15 +17,16 @@ from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 
 from rag_lsp import __version__
-from rag_lsp.config import Settings, validate_settings
+from rag_lsp.config import CONFIG_FILE_NAME, Settings, read_settings_file, validate_settings
+from rag_lsp.context.modes import unknown_mode_message
 from rag_lsp.embedding.embedder import OnnxEmbedder
-from rag_lsp.errors import RagLspError
+from rag_lsp.errors import ConfigError, RagLspError
 from rag_lsp.priority import SearchFirst
-from rag_lsp.server.features import indexing, lifecycle, search, watching
+from rag_lsp.server.features import context, indexing, knowledge, lifecycle, search, watching
 from rag_lsp.server.folders import (
     DEGRADED,
     DISABLED,
@@ -43,6 +44,7 @@ from rag_lsp.workspace import Workspace, load_embedder
 log = logging.getLogger(__name__)
 
 SEARCH_THREADS = 2
+STARTUP_WAIT_SECONDS = 60.0  # requests that need folders wait this long for start-up
 DISABLED_MESSAGE = (
     "rag-lsp is disabled in settings (`ragLsp.enabled` is false); set it to true to index "
     "and search this workspace."
@@ -73,6 +75,10 @@ class RagServer(LanguageServer):
         self.init_options: Any = None
         self.settings = Settings()
         self.settings_problems: list[str] = []
+        # The editor's settings as given (camelCase) and where each key came from; a folder's
+        # own .rag-lsp.json sits underneath them (see _settings_for).
+        self._client_settings: dict[str, Any] = {}
+        self._client_sources: dict[str, str] = {}
         self.embedder: OnnxEmbedder | None = None
         self.model_error: RagLspError | None = None
         self._model_key: tuple | None = None
@@ -82,6 +88,7 @@ class RagServer(LanguageServer):
         self.indexing = indexing.IndexingService(self)
         self.watching = watching.WatchService(self)
         self.started = False
+        self._started = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._shown: set[str] = set()
 
@@ -96,6 +103,7 @@ class RagServer(LanguageServer):
         self._loop = asyncio.get_running_loop()
         await self._apply_settings(await self._fetch_configuration(), first=True)
         self.started = True
+        self._started.set()
         self.send_index_status()
 
     async def reload_settings(self, pushed: Any) -> None:
@@ -142,9 +150,9 @@ class RagServer(LanguageServer):
             merged, source=f"the `{SETTINGS_SECTION}` settings", sources=sources
         )
         self.settings_problems = problems
-        if problems:
-            self.show(types.MessageType.Warning,
-                      "rag-lsp: invalid settings, defaults used instead: " + "; ".join(problems))
+        self._report_settings_problems(problems)
+        self._client_settings = merged if isinstance(merged, dict) else {}
+        self._client_sources = sources
         if settings == self.settings and not first:
             return
         old, self.settings = self.settings, settings
@@ -153,7 +161,7 @@ class RagServer(LanguageServer):
                 folder.workspace.settings = self._settings_for(folder.root)
             return
         for uri in list(self.folders):
-            self.close_folder(uri)
+            await self.retire_folder(uri)
         self.watching.stop()
         if not settings.enabled:
             log.info("disabled in settings: not indexing or watching")
@@ -213,20 +221,55 @@ class RagServer(LanguageServer):
             self.watching.add_folder(folder)
 
     def _settings_for(self, root: Path) -> Settings:
-        """Each folder needs its own index: an absolute ``indexPath`` (say, the editor's
-        storage folder) gets one subfolder per workspace folder."""
-        index_path = self.settings.index_path
+        """A folder's settings: its ``.rag-lsp.json`` (shared with the CLI, so both build the
+        same index), overridden by the editor's. Each folder needs its own index: an absolute
+        ``indexPath`` (say, the editor's storage folder) gets one subfolder per folder."""
+        file_settings: dict[str, Any] = {}
+        path = root / CONFIG_FILE_NAME
+        if path.is_file():
+            try:
+                file_settings = read_settings_file(path)
+            except ConfigError as exc:
+                self._report_settings_problems(exc.problems, once=True)
+        settings, problems = validate_settings(
+            {**file_settings, **self._client_settings},
+            source=str(path),
+            sources={key: str(path) for key in file_settings} | self._client_sources,
+        )
+        self._report_settings_problems([p for p in problems if str(path) in p], once=True)
+        index_path = settings.index_path
         if not index_path or not Path(index_path).expanduser().is_absolute():
-            return self.settings
+            return settings
         digest = hashlib.sha256(str(root).encode()).hexdigest()[:10]
         subfolder = Path(index_path).expanduser() / f"{root.name or 'root'}-{digest}"
-        return dataclasses.replace(self.settings, index_path=str(subfolder))
+        return dataclasses.replace(settings, index_path=str(subfolder))
 
-    def close_folder(self, uri: str) -> None:
+    def _report_settings_problems(self, problems: list[str], *, once: bool = False) -> None:
+        self.settings_problems += [p for p in problems if p not in self.settings_problems]
+        if problems:
+            self.show(types.MessageType.Warning,
+                      "rag-lsp: invalid settings, defaults used instead: " + "; ".join(problems),
+                      once=once)
+
+    async def reopen_folder(self, uri: str) -> None:
+        """The folder's ``.rag-lsp.json`` changed: start over with its new settings."""
+        if uri in self.folders:
+            await self.retire_folder(uri)
+            await self.open_folder(uri)
+
+    def close_folder(self, uri: str) -> FolderIndex | None:
         folder = self.folders.pop(uri, None)
         if folder is not None:
             folder.close()
             self.watching.remove_folder(uri)
+        return folder
+
+    async def retire_folder(self, uri: str) -> None:
+        """Close a folder and wait for its writer to stop (a cancelled run stops at the next
+        file), so a reopened folder never has two writers on one index."""
+        folder = self.close_folder(uri)
+        if folder is not None:
+            await asyncio.get_running_loop().run_in_executor(None, folder.writer.shutdown, True)
 
     def stop(self) -> None:
         """``shutdown``: stop indexing and watching; in-flight writes finish on their own."""
@@ -286,6 +329,21 @@ class RagServer(LanguageServer):
         if not self.enabled:
             raise RagRequestError(DISABLED_MESSAGE)
 
+    async def open_folders(self) -> list[FolderIndex]:
+        """The folders, for requests that need at least one (waits for start-up)."""
+        if not self.started:
+            await asyncio.wait_for(self._started.wait(), STARTUP_WAIT_SECONDS)
+        self.require_enabled()
+        if not self.folders:
+            raise RagRequestError("no workspace folder is open")
+        return list(self.folders.values())
+
+    def check_mode(self, mode: str) -> str:
+        problem = unknown_mode_message(mode, self.settings.extra_modes)
+        if problem:
+            raise JsonRpcInvalidParams(f"$.mode = {mode!r}: {problem}")
+        return mode
+
     def request_error(self, message: str) -> RagRequestError:
         return RagRequestError(message)
 
@@ -307,7 +365,7 @@ class RagServer(LanguageServer):
 
 def build_server() -> RagServer:
     server = RagServer()
-    for feature in (lifecycle, indexing, watching, search):
+    for feature in (lifecycle, indexing, watching, search, knowledge, context):
         feature.register(server)
     return server
 
@@ -323,4 +381,7 @@ def serve_stdio(log_level: str = "info") -> None:
             types.LogMessageParams(type=kind, message=message)))
 
     logging.getLogger("rag_lsp").addHandler(ClientLogHandler(to_client))
-    server.start_io(stdout=wire)
+    try:
+        server.start_io(stdout=wire)
+    finally:  # also when the client vanished without `shutdown`: stop indexing, then exit
+        server.stop()

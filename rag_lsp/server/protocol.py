@@ -52,6 +52,9 @@ def problems(method: str, part: str, value: Any) -> list[str]:
     found = []
     for error in sorted(_validator(method, part).iter_errors(value),
                         key=lambda e: [str(p) for p in e.absolute_path]):
+        # "not valid under any of the given schemas" says nothing: explain the closest branch.
+        while error.validator in ("oneOf", "anyOf") and error.context:
+            error = _closest_branch(error.context)
         where = list(error.absolute_path)
         if error.validator == "required":
             missing = error.message.split("'")[1]
@@ -65,6 +68,13 @@ def problems(method: str, part: str, value: Any) -> list[str]:
             found.append(f"{_json_path(where)} = {show_value(error.instance)}: "
                          f"{describe_rule(error)}")
     return found
+
+
+def _closest_branch(errors: list[Any]) -> Any:
+    """The alternative the value was most likely meant to match: not one whose very type is
+    wrong, and the one that got deepest into the value."""
+    return min(errors, key=lambda e: (e.validator == "type" and not e.relative_path,
+                                      -len(e.relative_path)))
 
 
 def parse_params(method: str, params: Any) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from pygls.exceptions import JsonRpcInvalidParams
 
+from rag_lsp.config import CONFIG_FILE_NAME
 from rag_lsp.errors import RagLspError
 from rag_lsp.indexing.indexer import IndexProgress, IndexReport
 from rag_lsp.server.folders import DEGRADED, ERROR, INDEXING, READY, FolderIndex, uri_to_path
@@ -131,6 +132,9 @@ class IndexingService:
         added = False
         for path in paths:
             rel = folder.rules.relative(path)
+            if rel == CONFIG_FILE_NAME:
+                asyncio.ensure_future(self.server.reopen_folder(folder.uri))
+                return
             if rel is None or not folder.rules.may_matter(rel):
                 continue
             if folder.rules.is_rule_file(rel):

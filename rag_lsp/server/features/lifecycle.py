@@ -30,7 +30,7 @@ def register(server: RagServer) -> None:
         ls: RagServer, params: types.DidChangeWorkspaceFoldersParams
     ) -> None:
         for removed in params.event.removed:
-            ls.close_folder(removed.uri)
+            await ls.retire_folder(removed.uri)
         for added in params.event.added:
             await ls.open_folder(added.uri)
         ls.send_index_status()

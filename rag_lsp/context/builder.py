@@ -1,0 +1,211 @@
+"""``inject_context``: manual context first, then the mode's knowledge, then code, packed.
+
+Precedence is the user's explicit choice (manual), then what earlier sessions learned in this
+mode (knowledge; among equally relevant entries the newer wins), then code search results
+reranked for the mode (see :mod:`rag_lsp.context.modes`). Nothing below the relevance
+threshold is injected: an empty context is better than noise.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rag_lsp.chunking import chunk_document
+from rag_lsp.chunking.languages import language_for
+from rag_lsp.chunking.types import ChunkOptions, TokenCounter
+from rag_lsp.context.modes import rerank
+from rag_lsp.context.packing import ContextItem, Dropped, Packer
+from rag_lsp.context.query import derive_query
+from rag_lsp.errors import RagLspError
+from rag_lsp.workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+CANDIDATE_CHUNKS = 40  # code candidates per folder before reranking and packing
+KNOWLEDGE_RESULTS = 10
+DEFINITION_KINDS = ("function", "method", "class")
+
+
+class BadContextRequest(RagLspError):
+    """The request names something that does not exist (a file, a line range)."""
+
+
+@dataclass
+class ManualRef:
+    path: Path  # absolute
+    start_line: int | None = None  # 1-based, inclusive; None = the whole file
+    end_line: int | None = None
+
+
+@dataclass
+class ContextRequest:
+    mode: str
+    token_budget: int
+    query: str | None = None
+    active_file: Path | None = None  # absolute
+    selection: tuple[int, int] | None = None  # 1-based lines in the active file
+    manual: list[ManualRef] = field(default_factory=list)
+    include_knowledge: bool = True
+
+
+@dataclass
+class ContextResult:
+    context: str
+    items: list[ContextItem]
+    dropped: list[Dropped]
+    total_tokens: int
+    budget: int
+    query: str
+
+
+@dataclass
+class Source:
+    """One workspace folder: its code index and (if any) its knowledge base."""
+
+    workspace: Workspace
+    knowledge: object | None = None  # rag_lsp.knowledge.KnowledgeBase
+
+    def relative(self, path: Path) -> str | None:
+        try:
+            return path.resolve().relative_to(self.workspace.root).as_posix()
+        except ValueError:
+            return None
+
+
+def _read_lines(path: Path, what: str) -> list[str]:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise BadContextRequest(f"{what}: cannot read {path}: {exc.strerror or exc}") from exc
+    return text.replace("\r\n", "\n").split("\n")
+
+
+def _locate(sources: Sequence[Source], path: Path) -> tuple[Source | None, str]:
+    for source in sources:
+        rel = source.relative(path)
+        if rel is not None:
+            return source, rel
+    return None, str(path)
+
+
+def build_context(
+    sources: Sequence[Source], request: ContextRequest, counter: TokenCounter
+) -> ContextResult:
+    """Pack context for ``request`` from ``sources``; ``counter`` is the real tokenizer."""
+    if request.token_budget < 1:
+        raise BadContextRequest(f"tokenBudget must be at least 1 (got {request.token_budget})")
+    packer = Packer(request.token_budget, counter.count)
+    for position, ref in enumerate(request.manual):
+        _add_manual(sources, ref, f"manualContext[{position}]", packer, counter)
+    query = (request.query or "").strip()
+    active_rel: dict[int, str] = {}
+    if request.active_file is not None:
+        source, rel = _locate(sources, request.active_file)
+        if source is not None:
+            active_rel[id(source)] = rel
+        if not query:
+            text = "\n".join(_read_lines(request.active_file, "activeFile"))
+            query = derive_query(text, request.selection, request.mode)
+    if query:
+        if request.include_knowledge:
+            for item in _knowledge_items(sources, request.mode, query):
+                packer.add(item)
+        for item in _code_items(sources, request.mode, query, active_rel):
+            packer.add(item)
+    context = packer.context()
+    result = ContextResult(context, packer.items, packer.dropped, counter.count(context),
+                           request.token_budget, query)
+    _log(request.mode, result)
+    return result
+
+
+def _add_manual(sources: Sequence[Source], ref: ManualRef, what: str, packer: Packer,
+                counter: TokenCounter) -> None:
+    lines = _read_lines(ref.path, what)
+    start, end = ref.start_line or 1, ref.end_line or len(lines)
+    if not (1 <= start <= end <= len(lines)):
+        raise BadContextRequest(
+            f"{what}: lines {start}-{end} are outside {ref.path} ({len(lines)} lines)")
+    source, rel = _locate(sources, ref.path)
+    root = source.workspace.root if source else None
+    language = language_for(rel)
+    whole = ContextItem("manual", "", "\n".join(lines[start - 1:end]), rel, root,
+                        start, end, language)
+    if packer.is_duplicate(whole) or packer.fits(whole):
+        packer.add(whole)
+        return
+    # Too big as one block: the chunker's pieces (definitions, sections), in file order.
+    options = ChunkOptions(max_tokens=254, window_tokens=254, overlap_tokens=0)
+    for chunk in chunk_document(whole.text, language, counter, options, path=rel):
+        packer.add(ContextItem("manual", chunk.symbol, chunk.text, rel, root,
+                               start + chunk.start_line - 1, start + chunk.end_line - 1,
+                               language))
+
+
+def _knowledge_items(sources: Sequence[Source], mode: str, query: str) -> list[ContextItem]:
+    entries = []
+    for source in sources:
+        if source.knowledge is not None and not source.workspace.degraded:
+            found = source.knowledge.search(mode, query, top_k=KNOWLEDGE_RESULTS,
+                                            threshold=source.workspace.settings.threshold)
+            entries += [(source, entry) for entry in found]
+    # Relevance first; among equally relevant entries (same score to 2 decimals) newest first.
+    entries.sort(key=lambda pair: (round(pair[1].score or 0.0, 2), pair[1].created_at),
+                 reverse=True)
+    items = []
+    for source, entry in entries:
+        notes = []
+        if entry.anchors:
+            notes.append("anchored at " + ", ".join(
+                f"{a.path}:L{a.start_line}-L{a.end_line}" for a in entry.anchors))
+        if entry.stale:
+            notes.append(f"stale: {entry.stale_reason}")
+        first = entry.anchors[0] if entry.anchors else None
+        items.append(ContextItem(
+            "knowledge", entry.title or entry.content.split("\n", 1)[0][:80], entry.content,
+            path=first.path if first else "", root=source.workspace.root,
+            start_line=first.start_line if first else None,
+            end_line=first.end_line if first else None,
+            score=entry.score, created_at=entry.created_at, entry_id=entry.id,
+            note="; ".join(notes),
+        ))
+    return items
+
+
+def _code_items(sources: Sequence[Source], mode: str, query: str,
+                active_rel: dict[int, str]) -> list[ContextItem]:
+    ranked = []
+    for source in sources:
+        if not source.workspace.has_index():
+            continue
+        hits = source.workspace.find_chunks(query, limit=CANDIDATE_CHUNKS)
+        ranked += [(adjusted, source, hit)
+                   for hit, adjusted in rerank(hits, mode, active_rel.get(id(source)))]
+    ranked.sort(key=lambda triple: triple[0], reverse=True)
+    items = []
+    for _adjusted, source, hit in ranked:
+        start, end, text = hit.start_line, hit.end_line, hit.text
+        if hit.kind in DEFINITION_KINDS:  # a piece of a big definition: take all of it
+            span = source.workspace.definition_span(hit.path, hit.symbol)
+            if span and span != (start, end):
+                lines = _read_lines(source.workspace.root / hit.path, "codebase")
+                if span[1] <= len(lines):
+                    start, end = span
+                    text = "\n".join(lines[start - 1:end])
+        items.append(ContextItem("codebase", hit.symbol, text, hit.path, source.workspace.root,
+                                 start, end, hit.language, score=hit.score))
+    return items
+
+
+def _log(mode: str, result: ContextResult) -> None:
+    """What was injected and why, so a user can check what the assistant was shown."""
+    log.info("context for %s mode: %d items, %d/%d tokens, %d dropped; query %r", mode,
+             len(result.items), result.total_tokens, result.budget, len(result.dropped),
+             result.query[:80])
+    for item in result.items:
+        score = f"score {item.score:.2f}, " if item.score is not None else ""
+        log.info("  %s %s (%s%d tokens)", item.source, item.where or item.title, score,
+                 item.tokens)

@@ -1,0 +1,224 @@
+"""The ``knowledge`` LanceDB table: every mode's entries, with their vectors.
+
+It lives in the index folder next to the code index's ``chunks`` and ``files`` tables; a
+full code rebuild drops only those two, so knowledge survives it.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+
+import lancedb
+import pyarrow as pa
+
+from rag_lsp.errors import IndexCorruptError, IndexMismatchError
+from rag_lsp.knowledge.entries import KnowledgeEntry, anchors_to_json
+from rag_lsp.store.sql import in_list
+
+KNOWLEDGE = "knowledge"
+# Columns read back into entries (everything but the vector).
+COLUMNS = [
+    "id", "mode", "title", "content", "tags", "session_id", "created_at", "created_us",
+    "anchors", "stale", "stale_reason",
+]
+_IN_BATCH = 500
+# Each write is a table version with its own small file; fold them together now and then.
+_COMPACT_EVERY = 100
+_KEEP_OLD_VERSIONS = timedelta(seconds=60)
+
+
+def knowledge_schema(dim: int) -> pa.Schema:
+    return pa.schema(
+        [
+            pa.field("id", pa.string()),
+            pa.field("mode", pa.string()),
+            pa.field("title", pa.string()),
+            pa.field("content", pa.string()),
+            pa.field("tags", pa.list_(pa.string())),
+            pa.field("session_id", pa.string()),
+            pa.field("created_at", pa.string()),  # UTC ISO 8601, as shown
+            pa.field("created_us", pa.int64()),  # the same time, for filtering and sorting
+            pa.field("anchors", pa.string()),  # JSON list, see Anchor.to_json
+            pa.field("stale", pa.bool_()),
+            pa.field("stale_reason", pa.string()),
+            pa.field("vector", pa.list_(pa.float32(), dim)),
+        ]
+    )
+
+
+def _reports_damage(method: Callable) -> Callable:
+    """LanceDB's low-level failures become :class:`IndexCorruptError` saying what to do."""
+
+    @functools.wraps(method)
+    def wrapper(self: KnowledgeTable, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except (OSError, RuntimeError) as exc:
+            raise self.damage(exc) from exc
+
+    return wrapper
+
+
+class KnowledgeTable:
+    """The table of one index folder, opened (or created) on first use.
+
+    Writes are serialised by a lock; reads see other writers' commits (other processes
+    too) on the next call.
+    """
+
+    def __init__(self, index_dir: Path, dimension: int):
+        self.index_dir = index_dir
+        self.dimension = dimension
+        self.lock = threading.RLock()
+        self._db: lancedb.DBConnection | None = None
+        self._table: lancedb.table.Table | None = None
+        self._writes = 0
+
+    def damage(self, exc: Exception) -> IndexCorruptError:
+        detail = (str(exc) or type(exc).__name__).splitlines()[0]
+        return IndexCorruptError(
+            f"the knowledge base at {self.index_dir / (KNOWLEDGE + '.lance')} is damaged "
+            f"({detail}). A code rebuild does not repair it: restore it from a backup, or move "
+            "it aside to start an empty knowledge base."
+        )
+
+    def exists(self) -> bool:
+        return self._open(create=False) is not None
+
+    def _open(self, *, create: bool) -> lancedb.table.Table | None:
+        """The table; ``None`` when nobody has added an entry yet (and not ``create``)."""
+        with self.lock:
+            if self._table is not None:
+                return self._table
+            if not create and not self.index_dir.is_dir():
+                return None  # connecting would create the folder
+            try:
+                if self._db is None:
+                    # Interval 0: every read sees other writers' (e.g. the CLI's) commits.
+                    self._db = lancedb.connect(
+                        str(self.index_dir), read_consistency_interval=timedelta(0)
+                    )
+                if KNOWLEDGE in self._db.list_tables().tables:
+                    self._table = self._db.open_table(KNOWLEDGE)
+                elif create:
+                    self._table = self._db.create_table(
+                        KNOWLEDGE, schema=knowledge_schema(self.dimension), exist_ok=True
+                    )
+            except (OSError, ValueError, RuntimeError) as exc:
+                raise self.damage(exc) from exc
+            return self._table
+
+    def check_dimension(self) -> None:
+        """Vectors from another model's width cannot be compared: say so and how to go on."""
+        table = self._open(create=False)
+        stored = table.schema.field("vector").type.list_size if table is not None else None
+        if stored is not None and stored != self.dimension:
+            raise IndexMismatchError(
+                f"the knowledge base at {self.index_dir} holds {stored}-dimensional vectors; "
+                f"this model makes {self.dimension}. Use the model that wrote it (entries can "
+                "still be listed, deleted and cleared)."
+            )
+
+    # ---- reads ---------------------------------------------------------------------------
+
+    @_reports_damage
+    def rows(self, where: str | None, columns: list[str]) -> list[dict]:
+        table = self._open(create=False)
+        if table is None:
+            return []
+        query = table.search()
+        if where:
+            query = query.where(where)
+        return query.select(columns).limit(None).to_list()
+
+    def rows_for_ids(self, ids: list[str], columns: list[str] = COLUMNS) -> list[dict]:
+        rows: list[dict] = []
+        for start in range(0, len(ids), _IN_BATCH):
+            rows += self.rows(in_list("id", ids[start : start + _IN_BATCH]), columns)
+        return rows
+
+    @_reports_damage
+    def count(self, where: str) -> int:
+        table = self._open(create=False)
+        return 0 if table is None else table.count_rows(where)
+
+    @_reports_damage
+    def nearest(
+        self, vector: list[float], where: str | None, top_k: int, threshold: float
+    ) -> list[KnowledgeEntry]:
+        """Every entry with cosine >= ``threshold`` that could rank in the top ``top_k``:
+        the nearest ones, plus any further ones tying with the k-th to two decimals."""
+        table = self._open(create=False)
+        if table is None:
+            return []
+        limit = top_k + 10
+        while True:
+            query = table.search(vector, vector_column_name="vector").distance_type("cosine")
+            if where:
+                query = query.where(where, prefilter=True)
+            rows = query.select([*COLUMNS, "_distance"]).limit(limit).to_list()
+            found = [KnowledgeEntry.from_row(r) for r in rows]
+            entries = [e for e in found if (e.score or 0.0) >= threshold]
+            if len(rows) < limit or len(entries) < len(rows):
+                return entries  # all of them, or all above the threshold
+            entries.sort(key=lambda e: -(e.score or 0.0))
+            if round(entries[-1].score or 0.0, 2) < round(entries[top_k - 1].score or 0.0, 2):
+                return entries
+            limit *= 4
+
+    # ---- writes --------------------------------------------------------------------------
+
+    @_reports_damage
+    def insert(self, row: dict) -> None:
+        with self.lock:
+            table = self._open(create=True)
+            self.check_dimension()
+            table.add(pa.Table.from_pylist([row], schema=table.schema))
+            self._wrote(table)
+
+    @_reports_damage
+    def delete(self, where: str) -> int:
+        with self.lock:
+            table = self._open(create=False)
+            # Deleting nothing would still write a table version.
+            if table is None or table.count_rows(where) == 0:
+                return 0
+            removed = table.delete(where).num_deleted_rows
+            self._wrote(table)
+            return removed
+
+    @_reports_damage
+    def save_checks(self, entries: list[KnowledgeEntry]) -> None:
+        """Store these entries' anchors and stale state (nothing else changes)."""
+        by_id = {e.id: e for e in entries}
+        with self.lock:
+            table = self._open(create=False)
+            rows = self.rows_for_ids(list(by_id), [*COLUMNS, "vector"])
+            if table is None or not rows:
+                return
+            for row in rows:
+                entry = by_id[row["id"]]
+                row["anchors"] = anchors_to_json(entry.anchors)
+                row["stale"] = entry.stale
+                row["stale_reason"] = entry.stale_reason
+            data = pa.Table.from_pylist(rows, schema=table.schema)
+            # Update only: an entry deleted meanwhile stays deleted.
+            table.merge_insert("id").when_matched_update_all().execute(data)
+            self._wrote(table)
+
+    def _wrote(self, table: lancedb.table.Table) -> None:
+        self._writes += 1
+        if self._writes % _COMPACT_EVERY == 0:
+            table.optimize(cleanup_older_than=_KEEP_OLD_VERSIONS)
+
+    @_reports_damage
+    def optimize(self) -> None:
+        """Compact the small per-write files and drop versions older than a minute."""
+        with self.lock:
+            table = self._open(create=False)
+            if table is not None:
+                table.optimize(cleanup_older_than=_KEEP_OLD_VERSIONS)

@@ -1,0 +1,63 @@
+"""`rag-lsp context` and `rag-lsp kb` as a user runs them (subprocesses, real model)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from .conftest import SAMPLE_FILES, write_files
+from .test_cli import rag
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cli-modes") / "repo"
+    write_files(root, SAMPLE_FILES)
+    assert rag("index", str(root)).returncode == 0
+    return root
+
+
+def test_context_prints_attributed_markdown_within_the_budget(repo):
+    done = rag("context", "--mode", "security", "--budget", "600", "--root", str(repo),
+               "--manual", f"{repo}/src/cache/lru.py:1-3", "--json", "how are passwords hashed?")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["totalTokens"] <= 600 * 0.9
+    assert [i["source"] for i in result["items"]][:2] == ["manual", "codebase"]
+    assert result["items"][1]["path"] == "src/auth/passwords.py"
+    assert "```python src/auth/passwords.py:L" in result["context"]
+
+    plain = rag("context", "--mode", "security", "--budget", "600", "--root", str(repo),
+                "how are passwords hashed?")
+    assert plain.stdout.startswith("### codebase: ") and "tokens" in plain.stderr
+
+
+def test_knowledge_base_commands(repo):
+    added = rag("kb", "add", "--mode", "performance", "--root", str(repo), "--title", "LRU",
+                "--anchor", f"{repo}/src/cache/lru.py:1-5", "--json", "The cache evicts in O(1).")
+    assert added.returncode == 0, added.stderr
+    entry = json.loads(added.stdout)
+    assert entry["anchors"][0]["path"] == "src/cache/lru.py"
+
+    found = json.loads(rag("kb", "search", "--mode", "performance", "--root", str(repo),
+                           "--json", "how fast is eviction?").stdout)
+    assert found["entries"][0]["id"] == entry["id"]
+    listed = rag("kb", "list", "--mode", "performance", "--root", str(repo))
+    assert entry["id"] in listed.stdout
+    future = json.loads(rag("kb", "list", "--mode", "performance", "--root", str(repo),
+                            "--since", "2999-01-01", "--json").stdout)
+    assert future == {"entries": [], "total": 0}
+    assert rag("kb", "delete", "--mode", "performance", "--root", str(repo),
+               entry["id"]).returncode == 0
+    cleared = json.loads(rag("kb", "clear", "--mode", "performance", "--root", str(repo),
+                             "--json").stdout)
+    assert cleared == {"removed": 0}
+
+
+def test_unknown_mode_and_bad_times_are_explained(repo):
+    unknown = rag("kb", "list", "--mode", "cooking", "--root", str(repo))
+    assert unknown.returncode == 1
+    assert "unknown mode 'cooking'; valid modes: debugger, security" in unknown.stderr
+    bad_time = rag("kb", "list", "--mode", "planning", "--root", str(repo), "--since", "soon")
+    assert bad_time.returncode == 1 and "ISO 8601" in bad_time.stderr

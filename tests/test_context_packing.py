@@ -1,0 +1,87 @@
+"""Packing never exceeds the budget by the server's own count and never cuts an item
+(property tests with hypothesis, the real tokenizer and a real index)."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rag_lsp.config import Settings
+from rag_lsp.context.builder import ContextRequest, ManualRef, Source, build_context
+from rag_lsp.context.packing import SAFETY_MARGIN, ContextItem, Packer, render
+from rag_lsp.context.query import derive_query
+from rag_lsp.workspace import Workspace
+from tests.conftest import SAMPLE_FILES, write_files
+
+SNIPPETS = [textwrap.dedent(body).strip() for body in SAMPLE_FILES.values()] + [
+    "x = 1", "```\nnested fence\n```", "ünïcödé ✓ 日本語", "a" * 3000,
+]
+
+items = st.builds(
+    ContextItem,
+    source=st.sampled_from(["manual", "knowledge", "codebase"]),
+    title=st.text(max_size=30),
+    text=st.one_of(st.sampled_from(SNIPPETS), st.text(min_size=1, max_size=400)),
+    path=st.sampled_from(["", "a.py", "b/c.md", "d.js"]),
+    start_line=st.integers(1, 50),
+    end_line=st.integers(50, 120),
+    language=st.sampled_from(["python", "markdown", ""]),
+    score=st.one_of(st.none(), st.floats(-1, 1)),
+)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(candidates=st.lists(items, max_size=12), budget=st.integers(1, 4000))
+def test_packer_never_exceeds_the_budget_and_never_cuts(token_counter, candidates, budget):
+    packer = Packer(budget, token_counter.count)
+    for item in candidates:
+        packer.add(item)
+    context = packer.context()
+    assert token_counter.count(context) <= budget * (1 - SAFETY_MARGIN)
+    assert len(packer.items) + len(packer.dropped) == len(candidates)
+    for item in packer.items:
+        assert render(item) in context and item.text in context  # whole, never cut
+    for i, kept in enumerate(packer.items):
+        assert not any(kept.overlaps(other) for other in packer.items[i + 1:])
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory, embedder):
+    root = tmp_path_factory.mktemp("packing") / "repo"
+    write_files(root, SAMPLE_FILES)
+    workspace = Workspace.open(root, Settings(), embedder=embedder)
+    workspace.index()
+    return workspace
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(budget=st.integers(1, 8000),
+       mode=st.sampled_from(["debugger", "security", "performance", "planning", "other"]),
+       query=st.sampled_from(["password hashing", "follow redirects", "how to deploy",
+                              "cache eviction", "debounce in the browser"]),
+       manual=st.booleans())
+def test_built_context_fits_every_budget(indexed, token_counter, budget, mode, query, manual):
+    request = ContextRequest(mode=mode, token_budget=budget, query=query)
+    if manual:
+        request.manual.append(ManualRef(indexed.root / "src/http/client.py"))
+    result = build_context([Source(indexed)], request, token_counter)
+    assert result.total_tokens == token_counter.count(result.context) <= budget
+    assert sum(i.tokens for i in result.items) == result.total_tokens
+    for item in result.items:
+        if item.source == "codebase":
+            lines = (indexed.root / item.path).read_text().splitlines()
+            whole = "\n".join(lines[item.start_line - 1:item.end_line])
+            assert whole in result.context  # the chunk's lines, all of them
+    if manual and result.items:
+        assert result.items[0].source == "manual"
+
+
+def test_a_query_is_derived_from_a_selection():
+    text = textwrap.dedent(SAMPLE_FILES["src/http/client.py"])
+    query = derive_query(text, (14, 16), "debugger")
+    assert query.startswith("def follow_redirects")
+    assert "raise TooManyRedirects" in query

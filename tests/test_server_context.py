@@ -1,0 +1,252 @@
+"""Mode context and knowledge bases through the real server (real model, real LanceDB)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+from pytest_lsp import LanguageClient
+
+from rag_lsp.server.methods import (
+    RAG_INJECT_CONTEXT,
+    RAG_KB_ADD,
+    RAG_KB_CLEAR,
+    RAG_KB_DELETE,
+    RAG_KB_LIST,
+    RAG_KB_SEARCH,
+)
+from rag_lsp.server.protocol import problems
+from tests.conftest import SAMPLE_FILES, write_files
+from tests.lsp_support import SERVER, Recorder, file_event, initialize_params, plain
+
+MODES = ("debugger", "security", "performance", "planning")
+MODE_FILES = {
+    "src/jobs/runner.py": '''
+        """Runs queued jobs with retries."""
+        import logging
+        import time
+
+        log = logging.getLogger(__name__)
+
+
+        class JobFailed(Exception):
+            """A job failed after every retry."""
+
+
+        def run_with_retries(job, attempts=3):
+            """Run a job, retrying on connection errors with a growing delay."""
+            for attempt in range(attempts):
+                try:
+                    return job()
+                except ConnectionError as exc:
+                    log.error("job %s failed (attempt %d): %s", job, attempt, exc)
+                    time.sleep(2 ** attempt)
+            raise JobFailed(job)
+        ''',
+    "src/reports/totals.py": '''
+        def monthly_totals(orders):
+            """Sum order amounts per month; loops over every order once."""
+            totals = {}
+            for order in orders:
+                key = order.created.strftime("%Y-%m")
+                totals[key] = totals.get(key, 0) + order.amount
+            return totals
+        ''',
+    "docs/design.md": """
+        # Design
+        ## Job queue
+        Jobs are queued in the database and run by workers with retries; a failed job is
+        kept for inspection. We plan to move retries into the queue itself.
+        """,
+}
+
+
+@pytest.fixture(scope="session")
+def context_repo(tmp_path_factory):
+    root = tmp_path_factory.mktemp("context") / "repo"
+    write_files(root, {**SAMPLE_FILES, **MODE_FILES})
+    return root
+
+
+@pytest_lsp.fixture(config=SERVER, scope="session")
+async def ctx(lsp_client: LanguageClient, context_repo):
+    lsp_client.recorder = Recorder(lsp_client)
+    await lsp_client.initialize_session(
+        initialize_params([context_repo], {"extraModes": ["review"]}))
+    await lsp_client.recorder.wait_for_state("ready")
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def request(client, method: str, params: dict) -> dict:
+    result = plain(await client.protocol.send_request_async(method, params))
+    assert problems(method, "result", result) == [], result
+    return result
+
+
+def uri(root, rel: str) -> str:
+    return (root / rel).as_uri()
+
+
+def lsp_lines(start: int, end: int) -> dict:
+    """1-based inclusive lines as an LSP range."""
+    return {"start": {"line": start - 1, "character": 0}, "end": {"line": end, "character": 0}}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("budget", [50, 300, 1200, 8000])
+async def test_each_mode_packs_attributed_context_within_budget(ctx, context_repo, mode, budget):
+    result = await request(ctx, RAG_INJECT_CONTEXT, {
+        "mode": mode, "query": "retry failed jobs after connection errors",
+        "tokenBudget": budget})
+    assert result["totalTokens"] <= budget * 0.9 and result["budget"] == budget
+    assert sum(i["tokens"] for i in result["items"]) == result["totalTokens"]
+    headings = re.findall(r"^### (\w+): ", result["context"], re.M)
+    assert headings == [i["source"] for i in result["items"]]
+    for item in result["items"]:
+        if item["source"] == "codebase":
+            start, end = item["range"]["start"]["line"] + 1, item["range"]["end"]["line"]
+            lines = (context_repo / item["path"]).read_text().splitlines()[start - 1:end]
+            # Whole chunks only, attributed with language and path:Lstart-Lend.
+            assert f"{item['path']}:L{start}-L{end}" in result["context"]
+            assert "\n".join(lines) in result["context"]
+    if budget >= 1200:
+        assert "src/jobs/runner.py" in [i["path"] for i in result["items"]]
+    if budget == 50:
+        assert result["items"] == [] and result["context"] == ""
+        assert result["dropped"] and all(d["reason"] == "budget" for d in result["dropped"])
+
+
+async def test_modes_shape_the_ranking(ctx):
+    query = "what happens when a job fails and is retried"
+    first = {}
+    for mode in ("debugger", "planning"):
+        result = await request(ctx, RAG_INJECT_CONTEXT, {
+            "mode": mode, "query": query, "tokenBudget": 4000})
+        first[mode] = result["items"][0]["path"]
+    print(first)
+    assert first["planning"] == "docs/design.md"
+    assert first["debugger"] == "src/jobs/runner.py"
+
+
+async def test_manual_context_comes_first(ctx, context_repo):
+    result = await request(ctx, RAG_INJECT_CONTEXT, {
+        "mode": "security", "query": "password hashing", "tokenBudget": 2000,
+        "manualContext": [{"uri": uri(context_repo, "src/cache/lru.py"),
+                           "range": lsp_lines(1, 5)},
+                          uri(context_repo, "web/static/app.js")]})
+    sources = [(i["source"], i["path"]) for i in result["items"]]
+    assert sources[:2] == [("manual", "src/cache/lru.py"), ("manual", "web/static/app.js")]
+    assert ("codebase", "src/auth/passwords.py") in sources
+    assert result["context"].startswith("### manual: src/cache/lru.py:L1-L5")
+
+
+async def test_nothing_relevant_gives_an_empty_context(ctx):
+    result = await request(ctx, RAG_INJECT_CONTEXT, {
+        "mode": "debugger", "query": "lattice gauge theory of quantum chromodynamics",
+        "tokenBudget": 4000})
+    assert result["context"] == "" and result["items"] == []
+
+
+async def test_query_is_derived_from_the_active_selection(ctx, context_repo):
+    result = await request(ctx, RAG_INJECT_CONTEXT, {
+        "mode": "debugger", "tokenBudget": 3000,
+        "activeFile": {"uri": uri(context_repo, "src/jobs/runner.py"),
+                       "selection": lsp_lines(13, 20)}})
+    assert "run_with_retries" in result["query"]
+    assert result["items"][0]["path"] == "src/jobs/runner.py"
+
+
+async def test_knowledge_add_search_list_by_time_and_clear(ctx):
+    first = await request(ctx, RAG_KB_ADD, {
+        "mode": "debugger", "title": "Retry storms",
+        "content": "Jobs retried on ConnectionError can pile up; the delay doubles each time.",
+        "tags": ["jobs"], "sessionId": "s1"})
+    assert re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$", first["createdAt"])
+    second = await request(ctx, RAG_KB_ADD, {
+        "mode": "debugger", "content": "The LRU cache evicts the oldest entry when full."})
+    await request(ctx, RAG_KB_ADD, {"mode": "planning", "content": "Move retries into the queue."})
+
+    found = await request(ctx, RAG_KB_SEARCH, {"mode": "debugger",
+                                               "query": "why do retries pile up?"})
+    assert found["entries"][0]["id"] == first["id"]
+    assert all(e["mode"] == "debugger" for e in found["entries"])
+
+    listed = await request(ctx, RAG_KB_LIST, {"mode": "debugger"})
+    assert [e["id"] for e in listed["entries"]][:2] == [second["id"], first["id"]]
+    window = await request(ctx, RAG_KB_LIST, {"mode": "debugger",
+                                              "since": second["createdAt"]})
+    assert [e["id"] for e in window["entries"]] == [second["id"]]
+    before = await request(ctx, RAG_KB_LIST, {"mode": "debugger",
+                                              "until": first["createdAt"]})
+    assert first["id"] in [e["id"] for e in before["entries"]]
+    assert second["id"] not in [e["id"] for e in before["entries"]]
+
+    # Knowledge is injected with the mode's context, ahead of code.
+    context = await request(ctx, RAG_INJECT_CONTEXT, {
+        "mode": "debugger", "query": "retries pile up on connection errors",
+        "tokenBudget": 3000})
+    assert context["items"][0]["source"] == "knowledge"
+    assert context["items"][0]["id"] == first["id"]
+
+    assert (await request(ctx, RAG_KB_DELETE, {"mode": "debugger", "id": second["id"]}))[
+        "removed"] == 1
+    assert (await request(ctx, RAG_KB_CLEAR, {"mode": "debugger"}))["removed"] >= 1
+    assert (await request(ctx, RAG_KB_LIST, {"mode": "debugger"}))["entries"] == []
+    assert (await request(ctx, RAG_KB_LIST, {"mode": "planning"}))["total"] == 1
+
+
+async def test_editing_anchored_code_marks_the_entry_stale(ctx, context_repo):
+    path = context_repo / "src/reports/totals.py"
+    added = await request(ctx, RAG_KB_ADD, {
+        "mode": "performance", "content": "monthly_totals is linear in the orders.",
+        "anchors": [{"uri": path.as_uri(), "range": lsp_lines(1, 7)}]})
+    listed = await request(ctx, RAG_KB_LIST, {"mode": "performance"})
+    entry = next(e for e in listed["entries"] if e["id"] == added["id"])
+    assert entry["stale"] is False and entry["anchors"][0]["path"] == "src/reports/totals.py"
+
+    path.write_text(path.read_text().replace("totals.get(key, 0)", "totals.setdefault(key, 0)"))
+    ctx.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(
+        changes=[file_event(path, types.FileChangeType.Changed)]))
+    listed = await request(ctx, RAG_KB_LIST, {"mode": "performance"})
+    entry = next(e for e in listed["entries"] if e["id"] == added["id"])
+    assert entry["stale"] is True and "totals.py" in entry["staleReason"]
+
+
+async def test_extra_modes_from_settings_have_their_own_knowledge(ctx):
+    await request(ctx, RAG_KB_ADD, {"mode": "review", "content": "Prefer small functions."})
+    assert (await request(ctx, RAG_KB_LIST, {"mode": "review"}))["total"] == 1
+
+
+@pytest.mark.parametrize(("method", "params", "fragment"), [
+    (RAG_KB_ADD, {"mode": "cooking", "content": "x"},
+     "$.mode = 'cooking': unknown mode 'cooking'; valid modes: debugger, security, performance, "
+     "planning, review"),
+    (RAG_INJECT_CONTEXT, {"mode": "fishing", "query": "x", "tokenBudget": 10}, "unknown mode"),
+    (RAG_INJECT_CONTEXT, {"mode": "debugger", "tokenBudget": 100}, "$.query: required"),
+    (RAG_INJECT_CONTEXT, {"mode": "debugger", "query": "x", "tokenBudget": 0},
+     "$.tokenBudget = 0: must be at least 1"),
+    (RAG_KB_LIST, {"mode": "debugger", "since": "last tuesday"}, "ISO 8601"),
+])
+async def test_bad_params_get_32602(ctx, method, params, fragment):
+    with pytest.raises(JsonRpcException) as error:
+        await ctx.protocol.send_request_async(method, params)
+    assert error.value.code == -32602 and fragment in error.value.message
+
+
+async def test_bad_ranges_get_32602(ctx, context_repo):
+    lru = uri(context_repo, "src/cache/lru.py")
+    with pytest.raises(JsonRpcException) as manual:
+        await ctx.protocol.send_request_async(RAG_INJECT_CONTEXT, {
+            "mode": "debugger", "query": "x", "tokenBudget": 100,
+            "manualContext": [{"uri": lru, "range": lsp_lines(400, 410)}]})
+    assert manual.value.code == -32602
+    assert "manualContext[0]" in manual.value.message and "lines" in manual.value.message
+    with pytest.raises(JsonRpcException) as anchor:
+        await ctx.protocol.send_request_async(RAG_KB_ADD, {
+            "mode": "debugger", "content": "x",
+            "anchors": [{"uri": lru, "range": lsp_lines(400, 410)}]})
+    assert anchor.value.code == -32602 and "lru.py" in anchor.value.message
