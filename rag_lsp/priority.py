@@ -4,7 +4,7 @@ waiting on a search matters more than an index finishing a little sooner."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 # Indexing never waits longer than this for searches, so a stream of them cannot stall it.
@@ -17,12 +17,20 @@ class SearchFirst:
     def __init__(self) -> None:
         self._active = 0
         self._idle = threading.Condition()
+        self._interrupts: list[Callable[[], None]] = []
+
+    def on_search(self, interrupt: Callable[[], None]) -> None:
+        """Call ``interrupt`` whenever a search starts (to stop background work at once)."""
+        if interrupt not in self._interrupts:
+            self._interrupts.append(interrupt)
 
     @contextmanager
     def searching(self) -> Iterator[None]:
         """Mark a search as running for the duration of the ``with`` block."""
         with self._idle:
             self._active += 1
+        for interrupt in self._interrupts:
+            interrupt()
         try:
             yield
         finally:

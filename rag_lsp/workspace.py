@@ -99,6 +99,8 @@ class Workspace:
         self._store: ChunkStore | None = None
         # Shared with other workspaces of the process: searches go ahead of embedding batches.
         self.priority = priority or SearchFirst()
+        if embedder is not None:  # an indexing batch stops the moment a search starts
+            self.priority.on_search(embedder.interrupt_background)
         self._knowledge: KnowledgeBase | None = None
 
     @classmethod

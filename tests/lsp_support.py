@@ -24,11 +24,14 @@ class Recorder:
 
     def __init__(self, client: LanguageClient):
         self.statuses: list[dict] = []
+        self.schema_problems: list[str] = []  # statuses that broke their schema
         self.registrations: list[types.Registration] = []
 
         @client.feature(RAG_INDEX_STATUS)
         def on_status(params: Any) -> None:
-            self.statuses.append(plain(params))
+            status = plain(params)
+            self.schema_problems += problems(RAG_INDEX_STATUS, "params", status)
+            self.statuses.append(status)
 
         @client.feature(types.CLIENT_REGISTER_CAPABILITY)
         def on_register(params: types.RegistrationParams) -> None:

@@ -277,6 +277,10 @@ async def test_disabling_stops_the_server_and_enabling_resumes(client):
     assert (await search(client, "redirects"))["results"][0]["path"] == "src/http/client.py"
 
 
+async def test_every_index_status_matched_its_schema(client):
+    assert client.recorder.statuses and client.recorder.schema_problems == []
+
+
 async def test_no_unexpected_errors_were_shown(client):
     errors = [m.message for m in client.messages if m.type == types.MessageType.Error]
     assert errors == []

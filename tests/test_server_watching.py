@@ -120,6 +120,7 @@ async def test_cancelling_the_progress_stops_an_indexing_run(nvim_like, folders)
     async def run_started():
         return [t for t, reports in nvim_like.progress_reports.items()
                 if t not in known and reports]
+    mark = len(nvim_like.recorder.statuses)
     await wait_until(run_started, timeout=30, what="a progress begin for the new folder")
     token = (await run_started())[0]
     nvim_like.window_work_done_progress_cancel(types.WorkDoneProgressCancelParams(token=token))
@@ -133,6 +134,11 @@ async def test_cancelling_the_progress_stops_an_indexing_run(nvim_like, folders)
     big_status = next(f for f in status["folders"] if f["uri"] == big.as_uri())
     assert big_status["state"] == "ready" and "cancelled" in big_status["message"]
     assert big_status["files"] < 300
+    # The status notification carried the run's progress, as a percentage.
+    percentages = [s["percentage"] for s in nvim_like.recorder.statuses[mark:]
+                   if s["state"] == "indexing" and s["percentage"] is not None]
+    assert percentages and all(0 <= p <= 100 for p in percentages)
+    assert nvim_like.recorder.schema_problems == []
     nvim_like.workspace_did_change_workspace_folders(types.DidChangeWorkspaceFoldersParams(
         event=types.WorkspaceFoldersChangeEvent(
             added=[], removed=[types.WorkspaceFolder(uri=big.as_uri(), name="big")])))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -62,6 +63,8 @@ class OnnxEmbedder:
                 "`rag-lsp model install --force`, or point modelDir at a valid export."
             ) from exc
         self._input_names = {i.name for i in self._session.get_inputs()}
+        self._background_lock = threading.Lock()
+        self._background_runs: set[ort.RunOptions] = set()
 
     @classmethod
     def load(cls, model_dir: str | None = None, **kwargs) -> OnnxEmbedder:
@@ -82,8 +85,10 @@ class OnnxEmbedder:
     ) -> np.ndarray:
         """Embed ``texts``; returns float32 ``(len(texts), dimension)``, rows L2-normalised.
 
-        ``on_batch(n)`` is called after each batch with the number of texts just embedded;
-        ``before_batch()`` before each one (indexing uses it to let searches go first).
+        ``on_batch(n)`` is called after each batch with the number of texts just embedded.
+        With ``before_batch`` the call is background work (indexing): ``before_batch()`` runs
+        before each batch (to let searches go first), and :meth:`interrupt_background` may
+        stop a batch mid-way, which is then run again after ``before_batch()``.
         """
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
         if not texts:
@@ -92,9 +97,11 @@ class OnnxEmbedder:
         encodings = self._tokenizer.encode_batch(list(texts))
         lengths = [len(e.ids) for e in encodings]
         for batch in self._batches(lengths, size):
-            if before_batch is not None:
-                before_batch()
-            out[batch] = self._run([encodings[i].ids for i in batch])
+            ids = [encodings[i].ids for i in batch]
+            if before_batch is None:
+                out[batch] = self._run(ids)
+            else:
+                out[batch] = self._run_in_background(ids, before_batch)
             if on_batch is not None:
                 on_batch(len(batch))
         return out
@@ -118,7 +125,34 @@ class OnnxEmbedder:
     def embed_query(self, text: str) -> np.ndarray:
         return self.embed([text])[0]
 
-    def _run(self, ids_list: list[list[int]]) -> np.ndarray:
+    def interrupt_background(self) -> None:
+        """Stop the background batches running now (they are retried): a search has come in,
+        and on a small machine it should not share the cores with indexing."""
+        with self._background_lock:
+            for options in self._background_runs:
+                options.terminate = True
+
+    def _run_in_background(self, ids: list[list[int]], before_batch: Callable[[], None]
+                           ) -> np.ndarray:
+        before_batch()
+        options = ort.RunOptions()
+        with self._background_lock:
+            self._background_runs.add(options)
+        try:
+            return self._run(ids, options)
+        except Exception:
+            if not options.terminate:
+                raise
+        finally:
+            with self._background_lock:
+                self._background_runs.discard(options)
+        # Interrupted once: the retry is not interruptible, so a steady stream of searches
+        # slows indexing down but can never stall it.
+        before_batch()
+        return self._run(ids)
+
+    def _run(self, ids_list: list[list[int]], options: ort.RunOptions | None = None
+             ) -> np.ndarray:
         longest = max(len(ids) for ids in ids_list)
         input_ids = np.zeros((len(ids_list), longest), dtype=np.int64)
         mask = np.zeros_like(input_ids)
@@ -128,7 +162,7 @@ class OnnxEmbedder:
         feeds = {"input_ids": input_ids, "attention_mask": mask}
         if "token_type_ids" in self._input_names:
             feeds["token_type_ids"] = np.zeros_like(input_ids)
-        hidden = self._session.run(None, feeds)[0]
+        hidden = self._session.run(None, feeds, options)[0]
         # Mean over real tokens only, then unit length: cosine similarity becomes a dot product.
         weights = mask[:, :, None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)

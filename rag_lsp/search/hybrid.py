@@ -9,6 +9,7 @@ applies.
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pathspec
@@ -24,6 +25,7 @@ CANDIDATES_PER_RESULT = 5
 MIN_CANDIDATES = 50
 
 MODES = ("vector", "lexical", "hybrid")
+_FULL_TEXT = ThreadPoolExecutor(2, thread_name_prefix="rag-fts")
 
 
 def filter_clause(store: ChunkStore, filters: SearchFilters) -> str | None:
@@ -83,13 +85,16 @@ def rank_chunks(
     rows: dict[str, dict] = {}
     vector_ids: list[str] = []
     text_ids: list[str] = []
+    # The full-text search runs beside embedding + vector search (both release the GIL).
+    text_rows = (_FULL_TEXT.submit(store.text_search, query, limit, where)
+                 if mode != "vector" else None)
     query_vector = embed_query(query) if mode != "lexical" and embed_query else None
     if query_vector is not None:
         for row in store.vector_search(query_vector, limit, where):
             rows[row["id"]] = row
             vector_ids.append(row["id"])
-    if mode != "vector":
-        for row in store.text_search(query, limit, where):
+    if text_rows is not None:
+        for row in text_rows.result():
             row.setdefault("cosine", None)
             rows.setdefault(row["id"], row)
             rows[row["id"]]["bm25"] = float(row.get("_score", 0.0))

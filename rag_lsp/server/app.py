@@ -301,8 +301,10 @@ class RagServer(LanguageServer):
             message = DISABLED_MESSAGE
         else:
             message = next((f.message for f in folders if f.state == state and f.message), "")
+        running = [f.percentage for f in folders if f.percentage is not None]
         self.protocol.notify(RAG_INDEX_STATUS, {
             "state": state,
+            "percentage": round(sum(running) / len(running)) if running else None,
             "files": sum(f.files for f in folders),
             "chunks": sum(f.chunks for f in folders),
             "message": message,

@@ -45,6 +45,7 @@ class FolderIndex:
     )
     state: str = STARTING
     message: str = ""
+    percentage: int | None = None  # while a run is under way
     files: int = 0
     chunks: int = 0
     last_update: str | None = None
@@ -83,6 +84,7 @@ class FolderIndex:
             "indexPath": str(self.workspace.index_dir),
             "lastUpdate": self.last_update,
             "message": self.message,
+            "percentage": self.percentage,
         }
 
     def close(self) -> None:

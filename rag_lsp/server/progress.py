@@ -51,17 +51,22 @@ class WorkDone:
         if token_future is not None:
             token_future.add_done_callback(lambda _f: self._cancel.set())
 
-    def report(self, progress: IndexProgress) -> None:
+    def report(self, progress: IndexProgress) -> bool:
+        """Report ``progress`` unless one was sent very recently; True if this one is due
+        (the caller may then send its own status too, at the same pace)."""
         now = time.monotonic()
-        if not self._active or now - self._last_report < REPORT_EVERY_SECONDS:
-            return
+        if now - self._last_report < REPORT_EVERY_SECONDS:
+            return False
         self._last_report = now
+        if not self._active:
+            return True
         self._server.work_done_progress.report(
             self._token,
             types.WorkDoneProgressReport(
                 message=describe(progress), percentage=percentage(progress), cancellable=True
             ),
         )
+        return True
 
     def end(self, message: str) -> None:
         if not self._active:

@@ -23,7 +23,7 @@ from rag_lsp.errors import RagLspError
 from rag_lsp.indexing.indexer import IndexProgress, IndexReport
 from rag_lsp.server.folders import DEGRADED, ERROR, INDEXING, READY, FolderIndex, uri_to_path
 from rag_lsp.server.methods import RAG_REINDEX
-from rag_lsp.server.progress import WorkDone
+from rag_lsp.server.progress import WorkDone, describe, percentage
 from rag_lsp.server.protocol import parse_params
 
 if TYPE_CHECKING:
@@ -81,7 +81,7 @@ class IndexingService:
         def on_progress(progress: IndexProgress) -> None:
             if cancel.is_set():
                 raise IndexCancelled
-            loop.call_soon_threadsafe(work.report, progress)
+            loop.call_soon_threadsafe(self._on_progress, folder, work, progress)
 
         state, message = READY, ""
         try:
@@ -103,6 +103,7 @@ class IndexingService:
             self.server.show_error(f"rag-lsp: indexing {folder.root} failed: {exc}")
         finally:
             work.end(message or "done")
+            folder.percentage = None
         if folder.closed:
             return
         await self.refresh_counts(folder)
@@ -111,6 +112,12 @@ class IndexingService:
             loop.call_soon(self.start_run, folder)
         elif folder.pending or folder.rescan:
             self.schedule_flush(folder, delay=0)
+
+    def _on_progress(self, folder: FolderIndex, work: WorkDone, progress: IndexProgress) -> None:
+        folder.percentage = percentage(progress)
+        folder.message = describe(progress)
+        if work.report(progress):  # throttled: status at the pace of $/progress
+            self.server.send_index_status()
 
     async def refresh_counts(self, folder: FolderIndex) -> None:
         try:
