@@ -1,13 +1,13 @@
 # Two entry points for a fresh machine:
 #   make demo   - set up, install the model (offline), index a workspace and search it
-#   make test   - set up, install the model and the tools (neovim), run every test
+#   make test   - set up, install the model and the tools (neovim, chromium), run every test
 VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
 ROOT ?= .
 QUERY ?= where is the index checked for a different embedding model?
 
-.PHONY: setup model tools demo test lint bench clean
+.PHONY: setup model tools demo test lint client-test client-package bench clean
 
 $(BIN)/rag-lsp: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,10 +19,23 @@ setup: $(BIN)/rag-lsp model
 model: $(BIN)/rag-lsp
 	$(BIN)/rag-lsp model install
 
-# System packages the tests need (Neovim, for tests/test_neovim_client.py).
+# System packages the tests need: Neovim (a real LSP client, tests/test_neovim_client.py) and
+# Chromium (the VS Code sidebar page, vscode-client/test/browser).
 SUDO := $(shell [ "$$(id -u)" = 0 ] || ! command -v sudo >/dev/null || echo sudo)
 tools:
-	command -v nvim >/dev/null || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q neovim; }
+	command -v nvim >/dev/null && command -v chromium >/dev/null || { \
+	  $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q neovim chromium; }
+
+# The VS Code client: dependencies exactly as locked, then typecheck + unit + browser tests.
+CLIENT := vscode-client
+$(CLIENT)/node_modules/.package-lock.json: $(CLIENT)/package-lock.json
+	cd $(CLIENT) && npm ci --no-audit --no-fund
+
+client-test: $(CLIENT)/node_modules/.package-lock.json tools setup
+	cd $(CLIENT) && npm test && npm run smoke
+
+client-package: $(CLIENT)/node_modules/.package-lock.json
+	cd $(CLIENT) && npm run package
 
 demo: setup
 	$(BIN)/rag-lsp index $(ROOT)
@@ -33,6 +46,7 @@ lint: $(BIN)/rag-lsp
 
 test: setup tools lint
 	$(BIN)/pytest
+	$(MAKE) client-test
 
 clean:
-	rm -rf $(VENV) .rag-lsp models/all-MiniLM-L6-v2
+	rm -rf $(VENV) .rag-lsp models/all-MiniLM-L6-v2 $(CLIENT)/node_modules $(CLIENT)/dist

@@ -1,0 +1,34 @@
+// VS Code and LSP both count lines and characters from 0, so conversion is field by field;
+// what needs care is which selections mean "nothing selected" and which URIs the server takes.
+import * as vscode from "vscode";
+import type { Range } from "./protocol";
+
+export function toLspRange(range: vscode.Range): Range {
+  return {
+    start: { line: range.start.line, character: range.start.character },
+    end: { line: range.end.line, character: range.end.character },
+  };
+}
+
+export function toVscodeRange(range: Range): vscode.Range {
+  return new vscode.Range(range.start.line, range.start.character, range.end.line, range.end.character);
+}
+
+/** The server only reads files on disk (its schemas require file:// URIs). */
+export function isFileUri(uri: vscode.Uri): boolean {
+  return uri.scheme === "file";
+}
+
+/** `activeFile` for rag/injectContext: the editor's file, and its selection when there is one. */
+export function activeFileParam(editor: { document: { uri: vscode.Uri }; selection: vscode.Selection } | undefined):
+  { uri: string; selection?: Range } | undefined {
+  if (!editor || !isFileUri(editor.document.uri)) return undefined;
+  const selection = editor.selection.isEmpty ? undefined : toLspRange(editor.selection);
+  return selection ? { uri: editor.document.uri.toString(), selection } : { uri: editor.document.uri.toString() };
+}
+
+/** Where a context item or result points: a Location with lines, else the whole file. */
+export function itemLocation(uri: string, range: Range | null | undefined): vscode.Location | vscode.Uri {
+  const parsed = vscode.Uri.parse(uri);
+  return range ? new vscode.Location(parsed, toVscodeRange(range)) : parsed;
+}

@@ -1,0 +1,139 @@
+import { beforeEach, describe, expect, it } from "vitest";
+import { commands, window } from "vscode";
+import { describeServerStatus, registerIndexCommands } from "../../src/commands";
+import { ActiveMode, registerModeCommands } from "../../src/modeCommands";
+import type { ContextResponse, StatusResponse } from "../../src/protocol";
+import { FakeServer } from "./fakeServer";
+import { fake, Position, Selection, Uri } from "./vscode-stub";
+
+const statusResponse: StatusResponse = {
+  state: "degraded", enabled: true,
+  folders: [{ uri: "file:///work/repo", state: "degraded", files: 120, chunks: 900, indexPath: "/idx", lastUpdate: null, message: "" }],
+  model: { id: "all-MiniLM-L6-v2", sha256: "x", dimension: 384, loaded: false },
+  degradedReason: "model.onnx not found; run `rag-lsp model install`", settingsProblems: ["`topK` = 0: must be at least 1"],
+};
+const contextResponse: ContextResponse = {
+  context: "### codebase: run (a.py:L1-L3)\n```python a.py:L1-L3\ndef run(): pass\n```", items: [], totalTokens: 30, budget: 4000, dropped: [], query: "def run",
+};
+
+function memento() {
+  const store = new Map<string, unknown>();
+  return { get: (key: string) => store.get(key), update: async (key: string, value: unknown) => { store.set(key, value); }, keys: () => [...store.keys()] };
+}
+
+let server: FakeServer;
+let activeMode: ActiveMode;
+beforeEach(() => {
+  fake.reset();
+  server = new FakeServer({ "rag/status": statusResponse, "rag/reindex": { started: ["file:///work/repo"] }, "rag/injectContext": contextResponse, "rag/kb.add": { id: "k1", createdAt: "2026-01-01T00:00:00Z" } });
+  activeMode = new ActiveMode(memento());
+  registerIndexCommands(server);
+  registerModeCommands(server, activeMode);
+});
+
+describe("index commands", () => {
+  it("describes the status with what is wrong and how to fix it", () => {
+    const text = describeServerStatus(statusResponse);
+    expect(text).toContain("degraded — 1 folder, 120 files, 900 chunks");
+    expect(text).toContain("(not loaded)");
+    expect(text).toContain("rag-lsp model install");
+    expect(text).toContain("`topK` = 0");
+  });
+
+  it("shows the status and rebuilds from scratch on request", async () => {
+    fake.state.answers.push("Rebuild index");
+    await commands.executeCommand("ragLsp.showStatus");
+    expect(fake.state.messages[0]).toMatchObject({ level: "warning", actions: ["Rebuild index", "Show log"] });
+    expect(server.requests.map((r) => [r.method, r.params])).toEqual([["rag/status", undefined], ["rag/reindex", { full: true }]]);
+  });
+
+  it("offers a restart when the server is not running", async () => {
+    server.setState("stopped");
+    fake.state.answers.push("Restart server");
+    await commands.executeCommand("ragLsp.showStatus");
+    expect(server.restarts).toBe(1);
+    expect(server.requests).toEqual([]);
+  });
+
+  it("shows a failed request as one error message", async () => {
+    server = new FakeServer({ "rag/reindex": new Error("rag-lsp is disabled in settings") });
+    registerIndexCommands(server);
+    await commands.executeCommand("ragLsp.rebuildIndex");
+    expect(fake.state.messages).toEqual([{ level: "error", text: "rag-lsp: rag-lsp is disabled in settings", actions: [] }]);
+  });
+
+  it("focuses the search view", async () => {
+    await commands.executeCommand("ragLsp.search");
+    expect(fake.state.executed.map((e) => e.command)).toContain("ragLsp.searchView.focus");
+  });
+});
+
+describe("activate mode", () => {
+  it("opens the chat with @rag and the mode when a chat model is there", async () => {
+    fake.state.chatModels = [{ id: "gpt" }];
+    fake.state.answers.push("performance");
+    await commands.executeCommand("ragLsp.activateMode");
+    expect(activeMode.get()).toBe("performance");
+    expect(fake.state.executed).toContainEqual({ command: "workbench.action.chat.open", args: [{ query: "@rag /performance ", isPartialQuery: true }] });
+    expect(server.requests).toEqual([]);
+  });
+
+  it("offers extra modes, which have no slash command", async () => {
+    fake.state.settings["ragLsp.extraModes"] = ["review"];
+    fake.state.chatModels = [{ id: "gpt" }];
+    fake.state.answers.push("review");
+    await commands.executeCommand("ragLsp.activateMode");
+    expect(fake.state.executed).toContainEqual({ command: "workbench.action.chat.open", args: [{ query: "@rag ", isPartialQuery: true }] });
+  });
+
+  it("without a chat model, opens the context as Markdown and copies it", async () => {
+    fake.state.settings["ragLsp.context.fallbackBudget"] = 3000;
+    window.activeTextEditor = fake.editor(Uri.file("/work/repo/a.py"), "def run(): pass", new Selection(new Position(0, 4), new Position(0, 7))) as never;
+    fake.state.answers.push("debugger", "Copy");
+    await commands.executeCommand("ragLsp.activateMode");
+    expect(server.requests[0]).toEqual({ method: "rag/injectContext", params: {
+      mode: "debugger", tokenBudget: 3000, activeFile: { uri: "file:///work/repo/a.py", selection: { start: { line: 0, character: 4 }, end: { line: 0, character: 7 } } },
+    } });
+    expect(fake.state.openedDocuments).toEqual([{ language: "markdown", content: contextResponse.context }]);
+    expect(fake.state.clipboard).toBe(contextResponse.context);
+  });
+
+  it("asks what the context is for when no file is open", async () => {
+    fake.state.answers.push("planning", "next steps for the queue");
+    await commands.executeCommand("ragLsp.activateMode");
+    expect(server.requests[0].params).toEqual({ mode: "planning", tokenBudget: 4000, query: "next steps for the queue" });
+  });
+
+  it("does nothing when the pick is cancelled", async () => {
+    await commands.executeCommand("ragLsp.activateMode");
+    expect(server.requests).toEqual([]);
+    expect(activeMode.get()).toBe("planning");
+  });
+});
+
+describe("add to knowledge base", () => {
+  it("adds the selection with its mode, title and anchor", async () => {
+    window.activeTextEditor = fake.editor(Uri.file("/work/repo/a.py"), "x = 1\nretry(x)\ny", new Selection(new Position(1, 0), new Position(2, 0))) as never;
+    fake.state.answers.push("debugger", "Retries pile up");
+    await commands.executeCommand("ragLsp.addToKnowledgeBase");
+    expect(server.requests).toEqual([{ method: "rag/kb.add", params: {
+      mode: "debugger", content: "retry(x)\n", title: "Retries pile up",
+      anchors: [{ uri: "file:///work/repo/a.py", range: { start: { line: 1, character: 0 }, end: { line: 2, character: 0 } } }],
+    } }]);
+    expect(fake.state.messages.at(-1)?.text).toBe("rag-lsp: added to the debugger knowledge base.");
+  });
+
+  it("leaves out an empty title and the anchor of an unsaved document", async () => {
+    window.activeTextEditor = fake.editor(Uri.parse("untitled:Untitled-1"), "a note", new Selection(new Position(0, 0), new Position(0, 6))) as never;
+    fake.state.answers.push("security", "");
+    await commands.executeCommand("ragLsp.addToKnowledgeBase");
+    expect(server.requests[0].params).toEqual({ mode: "security", content: "a note" });
+  });
+
+  it("asks for a selection first", async () => {
+    window.activeTextEditor = fake.editor(Uri.file("/work/repo/a.py"), "x") as never;
+    await commands.executeCommand("ragLsp.addToKnowledgeBase");
+    expect(fake.state.messages[0]).toMatchObject({ level: "warning" });
+    expect(server.requests).toEqual([]);
+  });
+});

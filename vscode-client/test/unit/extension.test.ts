@@ -1,0 +1,34 @@
+// activate() wires everything package.json declares (with the fake server process).
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import type { ExtensionContext } from "vscode";
+import { activate, deactivate } from "../../src/extension";
+import { fake, Uri } from "./vscode-stub";
+
+const manifest = JSON.parse(readFileSync(join(__dirname, "../../package.json"), "utf8"));
+
+describe("activate", () => {
+  it("registers the commands, sidebar, chat participant and status bar, and starts the server", async () => {
+    fake.reset();
+    fake.state.settings["ragLsp.server.command"] = [process.execPath, join(__dirname, "fixtures", "fake-lsp-server.cjs")];
+    const memory = new Map<string, unknown>();
+    const context = {
+      subscriptions: [] as { dispose(): unknown }[], extensionUri: Uri.file("/ext"), storageUri: Uri.file("/storage"),
+      workspaceState: { get: (k: string) => memory.get(k), update: async (k: string, v: unknown) => { memory.set(k, v); }, keys: () => [] },
+    };
+    await activate(context as unknown as ExtensionContext);
+
+    const contributed = manifest.contributes.commands.map((c: { command: string }) => c.command).sort();
+    expect([...fake.state.commands.keys()].sort()).toEqual(contributed);
+    expect([...fake.state.webviewViewProviders.keys()]).toEqual(["ragLsp.searchView"]);
+    expect([...fake.state.chatParticipants.keys()]).toEqual([manifest.contributes.chatParticipants[0].id]);
+    const [item] = fake.state.statusBarItems;
+    for (let i = 0; i < 200 && item.text !== "$(search) rag: ready"; i++) await new Promise((r) => setTimeout(r, 25));
+    expect(item.text).toBe("$(search) rag: ready");
+
+    await deactivate();
+    expect(item.text).toBe("$(debug-disconnect) rag: stopped");
+    context.subscriptions.forEach((s) => s.dispose());
+  });
+});

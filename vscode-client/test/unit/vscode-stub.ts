@@ -1,0 +1,301 @@
+// A small stand-in for the `vscode` module (vitest aliases `vscode` to this file). It fakes the
+// API at the boundary only: values, events and recorded calls, no editor behaviour. Tests steer
+// it through `fake` (reset, settings, canned answers to prompts) and read back what was shown.
+
+type Listener<T> = (value: T) => unknown;
+
+export class Disposable {
+  constructor(private readonly onDispose: () => void = () => {}) {}
+  static from(...items: { dispose(): unknown }[]): Disposable {
+    return new Disposable(() => items.forEach((item) => item.dispose()));
+  }
+  dispose(): void { this.onDispose(); }
+}
+
+export class EventEmitter<T> {
+  private listeners: Listener<T>[] = [];
+  readonly event = (listener: Listener<T>): Disposable => {
+    this.listeners.push(listener);
+    return new Disposable(() => { this.listeners = this.listeners.filter((l) => l !== listener); });
+  };
+  fire(value: T): void { [...this.listeners].forEach((listener) => listener(value)); }
+  dispose(): void { this.listeners = []; }
+}
+
+export class CancellationTokenSource {
+  private readonly emitter = new EventEmitter<void>();
+  readonly token = { isCancellationRequested: false, onCancellationRequested: this.emitter.event };
+  cancel(): void { this.token.isCancellationRequested = true; this.emitter.fire(); }
+  dispose(): void { this.emitter.dispose(); }
+}
+
+export class Uri {
+  private constructor(readonly scheme: string, readonly path: string) {}
+  static file(path: string): Uri { return new Uri("file", path); }
+  static parse(value: string): Uri {
+    const match = /^([a-z][a-z0-9+.-]*):(?:\/\/[^/]*)?(.*)$/i.exec(value);
+    if (!match) throw new Error(`not a URI: ${value}`);
+    return new Uri(match[1], decodeURIComponent(match[2]));
+  }
+  static joinPath(base: Uri, ...parts: string[]): Uri {
+    return new Uri(base.scheme, [base.path.replace(/\/$/, ""), ...parts].join("/"));
+  }
+  get fsPath(): string { return this.path; }
+  toString(): string { return `${this.scheme}://${encodeURI(this.path)}`; }
+}
+
+export class Position {
+  constructor(readonly line: number, readonly character: number) {}
+}
+
+export class Range {
+  readonly start: Position;
+  readonly end: Position;
+  constructor(start: Position | number, end: Position | number, endLine?: number, endCharacter?: number) {
+    this.start = typeof start === "number" ? new Position(start, end as number) : start;
+    this.end = typeof start === "number" ? new Position(endLine!, endCharacter!) : (end as Position);
+  }
+  get isEmpty(): boolean {
+    return this.start.line === this.end.line && this.start.character === this.end.character;
+  }
+}
+
+export class Selection extends Range {
+  constructor(readonly anchor: Position, readonly active: Position) {
+    const forward = anchor.line < active.line || (anchor.line === active.line && anchor.character <= active.character);
+    super(forward ? anchor : active, forward ? active : anchor);
+  }
+}
+
+export class Location {
+  constructor(readonly uri: Uri, readonly range: Range | Position) {}
+}
+
+export class ThemeColor { constructor(readonly id: string) {} }
+export class ThemeIcon { constructor(readonly id: string) {} }
+export class MarkdownString {
+  constructor(public value = "", public supportThemeIcons = false) {}
+  appendMarkdown(text: string): this { this.value += text; return this; }
+  appendText(text: string): this { this.value += text; return this; }
+}
+
+// Classes vscode-languageclient extends when it loads (test/unit/requireVscode.ts lets it).
+class Placeholder { constructor(..._args: unknown[]) {} }
+export class CallHierarchyItem extends Placeholder {}
+export class CodeAction extends Placeholder {}
+export class CodeLens extends Placeholder {}
+export class CompletionItem extends Placeholder {}
+export class Diagnostic extends Placeholder {}
+export class DocumentLink extends Placeholder {}
+export class InlayHint extends Placeholder {}
+export class SymbolInformation extends Placeholder {}
+export class TypeHierarchyItem extends Placeholder {}
+export class CancellationError extends Error {}
+
+export enum StatusBarAlignment { Left = 1, Right = 2 }
+export enum ViewColumn { Active = -1, Beside = -2, One = 1 }
+export enum ConfigurationTarget { Global = 1, Workspace = 2, WorkspaceFolder = 3 }
+export enum ProgressLocation { SourceControl = 1, Window = 10, Notification = 15 }
+export enum LanguageModelChatMessageRole { User = 1, Assistant = 2 }
+
+export class LanguageModelTextPart { constructor(readonly value: string) {} }
+
+export class LanguageModelChatMessage {
+  static User(content: string): LanguageModelChatMessage {
+    return new LanguageModelChatMessage(LanguageModelChatMessageRole.User, content);
+  }
+  static Assistant(content: string): LanguageModelChatMessage {
+    return new LanguageModelChatMessage(LanguageModelChatMessageRole.Assistant, content);
+  }
+  readonly content: LanguageModelTextPart[];
+  constructor(readonly role: LanguageModelChatMessageRole, content: string) {
+    this.content = [new LanguageModelTextPart(content)];
+  }
+}
+
+export class ChatResponseMarkdownPart {
+  readonly value: MarkdownString;
+  constructor(value: string | MarkdownString) {
+    this.value = typeof value === "string" ? new MarkdownString(value) : value;
+  }
+}
+export class ChatRequestTurn { constructor(readonly prompt: string, readonly command?: string) {} }
+export class ChatResponseTurn { constructor(readonly response: ChatResponseMarkdownPart[]) {} }
+
+// ---- recorded state, reset by fake.reset() -----------------------------------------------------
+
+export interface ShownMessage { level: "info" | "warning" | "error"; text: string; actions: string[] }
+export interface FakeStatusBarItem {
+  text: string; tooltip: unknown; command: unknown; backgroundColor: ThemeColor | undefined;
+  name: string | undefined; visible: boolean; show(): void; hide(): void; dispose(): void;
+}
+export interface FakeTextDocument { uri: Uri; languageId: string; getText(range?: Range): string }
+export interface FakeTextEditor { document: FakeTextDocument; selection: Selection }
+
+function freshState() {
+  return {
+    /** Settings by full key, e.g. "ragLsp.topK"; values set here are user (global) values. */
+    settings: {} as Record<string, unknown>,
+    /** Workspace-level values, e.g. from .vscode/settings.json. */
+    workspaceSettings: {} as Record<string, unknown>,
+    /** Defaults, as package.json would contribute them. */
+    defaults: {} as Record<string, unknown>,
+    messages: [] as ShownMessage[],
+    /** Answers for the next prompts, in order (a string picks that action / item label). */
+    answers: [] as unknown[],
+    commands: new Map<string, (...args: unknown[]) => unknown>(),
+    executed: [] as { command: string; args: unknown[] }[],
+    statusBarItems: [] as FakeStatusBarItem[],
+    output: [] as string[],
+    openedDocuments: [] as { language?: string; content?: string }[],
+    clipboard: "",
+    chatModels: [] as unknown[],
+    chatParticipants: new Map<string, unknown>(),
+    webviewViewProviders: new Map<string, unknown>(),
+    configurationListeners: new EventEmitter<{ affectsConfiguration(section: string): boolean }>(),
+  };
+}
+
+export const fake = {
+  state: freshState(),
+  reset(): void {
+    fake.state = freshState();
+    window.activeTextEditor = undefined;
+    workspace.workspaceFolders = undefined;
+    workspace.isTrusted = true;
+  },
+  /** The answer for the next prompt, or undefined (the user pressed Escape). */
+  nextAnswer(): unknown { return fake.state.answers.shift(); },
+  /** Change settings and tell listeners, as VS Code does when the user edits them. */
+  changeSettings(values: Record<string, unknown>): void {
+    Object.assign(fake.state.settings, values);
+    const keys = Object.keys(values);
+    fake.state.configurationListeners.fire({
+      affectsConfiguration: (section) => keys.some((key) => key === section || key.startsWith(section + ".")),
+    });
+  },
+  editor(uri: Uri, text: string, selection = new Selection(new Position(0, 0), new Position(0, 0)), languageId = "python"): FakeTextEditor {
+    const lines = text.split("\n");
+    const getText = (range?: Range): string => {
+      if (!range) return text;
+      const picked = lines.slice(range.start.line, range.end.line + 1);
+      if (picked.length === 0) return "";
+      picked[picked.length - 1] = picked[picked.length - 1].slice(0, range.end.character);
+      picked[0] = picked[0].slice(range.start.character);
+      return picked.join("\n");
+    };
+    return { document: { uri, languageId, getText }, selection };
+  },
+};
+
+function show(level: ShownMessage["level"]) {
+  return async (text: string, ...rest: unknown[]): Promise<string | undefined> => {
+    const actions = rest.filter((item): item is string => typeof item === "string");
+    fake.state.messages.push({ level, text, actions });
+    const answer = fake.nextAnswer();
+    return typeof answer === "string" && actions.includes(answer) ? answer : undefined;
+  };
+}
+
+export const window = {
+  activeTextEditor: undefined as FakeTextEditor | undefined,
+  showInformationMessage: show("info"),
+  showWarningMessage: show("warning"),
+  showErrorMessage: show("error"),
+  async showQuickPick<T extends string | { label: string }>(items: readonly T[] | Thenable<readonly T[]>): Promise<T | undefined> {
+    const answer = fake.nextAnswer();
+    return (await items).find((item) => (typeof item === "string" ? item : item.label) === answer);
+  },
+  async showInputBox(): Promise<string | undefined> {
+    const answer = fake.nextAnswer();
+    return typeof answer === "string" ? answer : undefined;
+  },
+  createStatusBarItem(): FakeStatusBarItem {
+    const item: FakeStatusBarItem = {
+      text: "", tooltip: undefined, command: undefined, backgroundColor: undefined, name: undefined, visible: false,
+      show() { item.visible = true; }, hide() { item.visible = false; }, dispose() { item.visible = false; },
+    };
+    fake.state.statusBarItems.push(item);
+    return item;
+  },
+  createOutputChannel(name: string) {
+    const line = (text: string) => fake.state.output.push(text);
+    return {
+      name, append: line, appendLine: line, info: line, warn: line, error: line, debug: line, trace: line,
+      clear() {}, show() { fake.state.executed.push({ command: "output.show", args: [name] }); }, hide() {}, dispose() {},
+    };
+  },
+  registerWebviewViewProvider(viewId: string, provider: unknown): Disposable {
+    fake.state.webviewViewProviders.set(viewId, provider);
+    return new Disposable(() => fake.state.webviewViewProviders.delete(viewId));
+  },
+  async showTextDocument(document: unknown): Promise<unknown> { return { document }; },
+  async withProgress<R>(_options: unknown, task: (progress: { report(value: unknown): void }, token: CancellationTokenSource["token"]) => Thenable<R>): Promise<R> {
+    return task({ report() {} }, new CancellationTokenSource().token);
+  },
+};
+
+function lookup(key: string): { global?: unknown; workspace?: unknown; fallback?: unknown } {
+  return {
+    global: fake.state.settings[key],
+    workspace: fake.state.workspaceSettings[key],
+    fallback: fake.state.defaults[key],
+  };
+}
+
+export const workspace = {
+  workspaceFolders: undefined as { uri: Uri; name: string; index: number }[] | undefined,
+  isTrusted: true,
+  getConfiguration(section?: string) {
+    const full = (key: string) => (section ? `${section}.${key}` : key);
+    return {
+      get<T>(key: string, defaultValue?: T): T | undefined {
+        const { global, workspace: inWorkspace, fallback } = lookup(full(key));
+        return (inWorkspace ?? global ?? fallback ?? defaultValue) as T | undefined;
+      },
+      has(key: string): boolean { return Object.values(lookup(full(key))).some((v) => v !== undefined); },
+      inspect<T>(key: string) {
+        const { global, workspace: inWorkspace, fallback } = lookup(full(key));
+        return { key: full(key), defaultValue: fallback as T, globalValue: global as T, workspaceValue: inWorkspace as T };
+      },
+      async update(key: string, value: unknown): Promise<void> { fake.changeSettings({ [full(key)]: value }); },
+    };
+  },
+  onDidChangeConfiguration(listener: Listener<{ affectsConfiguration(section: string): boolean }>): Disposable {
+    return fake.state.configurationListeners.event(listener);
+  },
+  async openTextDocument(options: { language?: string; content?: string }): Promise<unknown> {
+    fake.state.openedDocuments.push(options);
+    return { uri: Uri.parse("untitled:Untitled-1"), languageId: options.language, getText: () => options.content ?? "" };
+  },
+};
+
+export const commands = {
+  registerCommand(command: string, callback: (...args: unknown[]) => unknown): Disposable {
+    fake.state.commands.set(command, callback);
+    return new Disposable(() => fake.state.commands.delete(command));
+  },
+  async executeCommand(command: string, ...args: unknown[]): Promise<unknown> {
+    fake.state.executed.push({ command, args });
+    return fake.state.commands.get(command)?.(...args);
+  },
+};
+
+export const env = {
+  clipboard: {
+    async writeText(text: string): Promise<void> { fake.state.clipboard = text; },
+    async readText(): Promise<string> { return fake.state.clipboard; },
+  },
+};
+
+export const lm = {
+  async selectChatModels(): Promise<unknown[]> { return fake.state.chatModels; },
+};
+
+export const chat = {
+  createChatParticipant(id: string, handler: unknown) {
+    const participant = { id, requestHandler: handler, iconPath: undefined as unknown, dispose() { fake.state.chatParticipants.delete(id); } };
+    fake.state.chatParticipants.set(id, participant);
+    return participant;
+  },
+};
