@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 
-from rag_lsp.server.methods import RAG_SEARCH
+from rag_lsp.server.methods import RAG_SEARCH, RAG_STATUS
 from tests.conftest import SAMPLE_FILES, write_files
 
 
@@ -65,6 +65,8 @@ def test_stdout_carries_only_frames(tmp_path):
     searches = [
         {"jsonrpc": "2.0", "id": 2, "method": RAG_SEARCH, "params": {"query": "LRU cache"}},
         {"jsonrpc": "2.0", "id": 3, "method": RAG_SEARCH, "params": {"topK": "x"}},
+        {"jsonrpc": "2.0", "id": 5, "method": RAG_STATUS},  # params may be omitted
+        {"jsonrpc": "2.0", "id": 6, "method": RAG_SEARCH},
     ]
     server.stdin.write(b"".join(frame(r) for r in searches))
     server.stdin.flush()
@@ -79,6 +81,8 @@ def test_stdout_carries_only_frames(tmp_path):
     assert by_id[1]["result"]["serverInfo"]["name"] == "rag-lsp"
     assert by_id[2]["result"]["results"][0]["path"] == "src/cache/lru.py"
     assert by_id[3]["error"]["code"] == -32602
+    assert by_id[5]["result"]["state"] == "ready"
+    assert by_id[6]["error"]["code"] == -32602 and "$ = null" in by_id[6]["error"]["message"]
     assert by_id[4]["result"] is None
     assert b"stray print at exit" in stderr and b"raw fd write" in stderr
     assert server.returncode == 0

@@ -19,6 +19,7 @@ from typing import Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
 
 from rag_lsp import __version__
 from rag_lsp.config import CONFIG_FILE_NAME, Settings, read_settings_file, validate_settings
@@ -67,10 +68,21 @@ class RagRequestError(JsonRpcException):
     CODE = -32000
 
 
+class RagProtocol(LanguageServerProtocol):
+    """JSON-RPC allows a request or notification without ``params``; pygls's fallback message
+    types require the field, and would drop such a message without any reply."""
+
+    def structure_message(self, data: dict[str, Any]):
+        if isinstance(data, dict) and "method" in data and "params" not in data:
+            data = {**data, "params": None}
+        return super().structure_message(data)
+
+
 class RagServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__(
-            "rag-lsp", __version__, text_document_sync_kind=types.TextDocumentSyncKind.None_
+            "rag-lsp", __version__, text_document_sync_kind=types.TextDocumentSyncKind.None_,
+            protocol_cls=RagProtocol,
         )
         self.init_options: Any = None
         self.settings = Settings()
