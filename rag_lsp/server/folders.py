@@ -60,6 +60,7 @@ class FolderIndex:
     flush_timer: asyncio.TimerHandle | None = None
     flushing: bool = False
     updates_since_compact: int = 0
+    first_uncompacted_at: float = 0.0
     compact_timer: asyncio.TimerHandle | None = None
     closed: bool = False
 
