@@ -100,3 +100,10 @@ def paths_of(result: dict) -> list[str]:
 
 def file_event(path: Path, kind: types.FileChangeType) -> types.FileEvent:
     return types.FileEvent(uri=path.as_uri(), type=kind)
+
+
+def send_file_events(client: LanguageClient, *changes: tuple[Path, types.FileChangeType]
+                     ) -> None:
+    """``workspace/didChangeWatchedFiles`` for (path, kind) pairs, as an editor sends it."""
+    client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(
+        changes=[file_event(path, kind) for path, kind in changes]))

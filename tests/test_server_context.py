@@ -20,7 +20,7 @@ from rag_lsp.server.methods import (
 )
 from rag_lsp.server.protocol import problems
 from tests.conftest import SAMPLE_FILES, write_files
-from tests.lsp_support import SERVER, Recorder, file_event, initialize_params, plain
+from tests.lsp_support import SERVER, Recorder, initialize_params, plain, send_file_events
 
 MODES = ("debugger", "security", "performance", "planning")
 MODE_FILES = {
@@ -209,8 +209,7 @@ async def test_editing_anchored_code_marks_the_entry_stale(ctx, context_repo):
     assert entry["stale"] is False and entry["anchors"][0]["path"] == "src/reports/totals.py"
 
     path.write_text(path.read_text().replace("totals.get(key, 0)", "totals.setdefault(key, 0)"))
-    ctx.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(
-        changes=[file_event(path, types.FileChangeType.Changed)]))
+    send_file_events(ctx, (path, types.FileChangeType.Changed))
     listed = await request(ctx, RAG_KB_LIST, {"mode": "performance"})
     entry = next(e for e in listed["entries"] if e["id"] == added["id"])
     assert entry["stale"] is True and "totals.py" in entry["staleReason"]

@@ -17,11 +17,11 @@ from tests.conftest import SAMPLE_FILES, write_files
 from tests.lsp_support import (
     SERVER,
     Recorder,
-    file_event,
     initialize_params,
     paths_of,
     plain,
     search,
+    send_file_events,
     wait_until,
 )
 
@@ -84,28 +84,24 @@ async def test_created_modified_renamed_and_deleted_files_are_reflected(client, 
     new = repo / "src/billing/ledger.py"
     new.parent.mkdir(parents=True)
     new.write_text("def tally_quarterly_receipts(lines):\n    return sum(lines)  # receipts\n")
-    client.workspace_did_change_watched_files(
-        types.DidChangeWatchedFilesParams(changes=[file_event(new, Created)]))
+    send_file_events(client, (new, Created))
     await _appears(client, "tally quarterly receipts", "src/billing/ledger.py")
 
     new.write_text("def apply_refund_voucher(order):\n    return order.refund()  # vouchers\n")
-    client.workspace_did_change_watched_files(
-        types.DidChangeWatchedFilesParams(changes=[file_event(new, Changed)]))
+    send_file_events(client, (new, Changed))
     await _appears(client, "refund voucher", "src/billing/ledger.py")
     assert "src/billing/ledger.py" not in paths_of(
         await search(client, "tally quarterly receipts", mode="lexical"))
 
     renamed = repo / "src/billing/refunds.py"
     new.rename(renamed)
-    client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(
-        changes=[file_event(new, Deleted), file_event(renamed, Created)]))
+    send_file_events(client, (new, Deleted), (renamed, Created))
     await _appears(client, "refund voucher", "src/billing/refunds.py")
     assert "src/billing/ledger.py" not in paths_of(
         await search(client, "refund voucher", mode="lexical"))
 
     renamed.unlink()
-    client.workspace_did_change_watched_files(
-        types.DidChangeWatchedFilesParams(changes=[file_event(renamed, Deleted)]))
+    send_file_events(client, (renamed, Deleted))
     await _appears(client, "refund voucher", "src/billing/refunds.py", present=False)
 
 
@@ -129,8 +125,7 @@ async def test_a_burst_of_200_changes_is_applied_in_a_few_batches(client, repo):
     for i in range(200):
         path = burst / f"module_{i:03}.py"
         path.write_text(f"def handler_number_{i}():\n    return 'zebra quartz {i}'\n")
-        client.workspace_did_change_watched_files(
-            types.DidChangeWatchedFilesParams(changes=[file_event(path, Created)]))
+        send_file_events(client, (path, Created))
     await _appears(client, "zebra quartz 199", "burst/module_199.py")
 
     async def all_applied():
@@ -146,20 +141,17 @@ async def test_a_burst_of_200_changes_is_applied_in_a_few_batches(client, repo):
     for path in burst.iterdir():
         path.unlink()
     burst.rmdir()
-    client.workspace_did_change_watched_files(
-        types.DidChangeWatchedFilesParams(changes=[file_event(burst, Deleted)]))
+    send_file_events(client, (burst, Deleted))
     await _appears(client, "zebra quartz 199", "burst/module_199.py", present=False)
 
 
 async def test_the_folder_settings_file_is_honoured_and_followed(client, repo):
     config = repo / ".rag-lsp.json"
     config.write_text('{"exclude": ["docs/"]}')
-    client.workspace_did_change_watched_files(
-        types.DidChangeWatchedFilesParams(changes=[file_event(config, Created)]))
+    send_file_events(client, (config, Created))
     await _appears(client, "nginx reverse proxy container", "docs/guide.md", present=False)
     config.unlink()
-    client.workspace_did_change_watched_files(
-        types.DidChangeWatchedFilesParams(changes=[file_event(config, Deleted)]))
+    send_file_events(client, (config, Deleted))
     await _appears(client, "nginx reverse proxy container", "docs/guide.md")
 
 
