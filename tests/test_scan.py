@@ -14,6 +14,7 @@ from rag_lsp.indexing import scan
 from rag_lsp.indexing.scan import (
     FileContent,
     WorkspaceFilter,
+    check_path,
     read_text_file,
     scan_workspace,
 )
@@ -86,6 +87,14 @@ def test_default_excludes(tmp_path):
     rules = WorkspaceFilter(tmp_path, Settings())
     assert not rules.includes("myenv", is_dir=True) and not rules.includes("myenv/lib/x.py")
     assert_filter_agrees(tmp_path, Settings())
+
+
+def test_lock_files_are_not_indexed(tmp_path):
+    make(tmp_path, {"package-lock.json": "{}", "web/yarn.lock": "x", "poetry.lock": "x",
+                    "package.json": "{}", "src/lock.py": "LOCK = 1"})
+    assert scanned(tmp_path) == ["package.json", "src/lock.py"]
+    assert_filter_agrees(tmp_path, Settings())
+    assert check_path(WorkspaceFilter(tmp_path, Settings()), "package-lock.json") == "excluded"
 
 
 def test_index_dir_anywhere_under_root_is_excluded(tmp_path):

@@ -28,6 +28,11 @@ DEFAULT_EXCLUDED_DIRS = frozenset({
     ".next", ".idea", ".rag-lsp",
 })
 DEFAULT_EXCLUDED_DIR_SUFFIXES = (".egg-info",)
+# Generated lock files: large, and never what a question about the code is after.
+DEFAULT_EXCLUDED_FILES = frozenset({
+    "package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml", "poetry.lock",
+    "Pipfile.lock", "uv.lock", "Cargo.lock", "composer.lock", "Gemfile.lock", "go.sum",
+})
 VENV_MARKER = "pyvenv.cfg"  # any folder holding this is a virtualenv, whatever its name
 BINARY_SNIFF_BYTES = 8192
 _BOM = b"\xef\xbb\xbf"
@@ -115,6 +120,8 @@ class WorkspaceFilter:
             return False
         if is_dir:
             return not self.excludes_dir(rel)
+        if rel.rpartition("/")[2] in DEFAULT_EXCLUDED_FILES:
+            return False
         return self.has_extension(rel) and not self._ignored(rel, is_dir=False)
 
     def may_matter(self, rel_path: str) -> bool:
