@@ -43,7 +43,3 @@ class SearchFirst:
         """Called by indexing between embedding batches: wait while searches run."""
         with self._idle:
             self._idle.wait_for(lambda: self._active == 0, timeout=MAX_WAIT_SECONDS)
-
-    @property
-    def active(self) -> int:
-        return self._active

@@ -127,7 +127,6 @@ async def test_modes_shape_the_ranking(ctx):
         result = await request(ctx, RAG_INJECT_CONTEXT, {
             "mode": mode, "query": query, "tokenBudget": 4000})
         first[mode] = result["items"][0]["path"]
-    print(first)
     assert first["planning"] == "docs/design.md"
     assert first["debugger"] == "src/jobs/runner.py"
 
