@@ -28,7 +28,9 @@ from rag_lsp.indexing.indexer import Indexer, IndexReport, ProgressCallback
 from rag_lsp.indexing.scan import WorkspaceFilter
 from rag_lsp.knowledge import KnowledgeBase
 from rag_lsp.priority import SearchFirst
-from rag_lsp.search.hybrid import MODES, rank_chunks, search_chunks
+from rag_lsp.search.calibration import BackgroundCache
+from rag_lsp.search.pipeline import MODES, SearchIndex, search_chunks, search_files
+from rag_lsp.search.ranking import RankingWeights
 from rag_lsp.search.results import ChunkHit, SearchFilters, SearchResponse
 from rag_lsp.store.lance_store import ChunkStore
 from rag_lsp.store.manifest import SCHEMA_VERSION, IndexManifest
@@ -102,6 +104,7 @@ class Workspace:
         if embedder is not None:  # an indexing batch stops the moment a search starts
             self.priority.on_search(embedder.interrupt_background)
         self._knowledge: KnowledgeBase | None = None
+        self._background = BackgroundCache()  # what the index looks like, for calibration
 
     @classmethod
     def open(
@@ -164,13 +167,24 @@ class Workspace:
     # ---- index -------------------------------------------------------------------------
 
     def has_index(self) -> bool:
-        return IndexManifest.read(self.index_dir) is not None
+        """True when an index in this rag-lsp's format exists (an older one is rebuilt by
+        the next :meth:`index`)."""
+        manifest = IndexManifest.read(self.index_dir)
+        return manifest is not None and manifest.schema_version == SCHEMA_VERSION
+
+    def outdated_index(self) -> int | None:
+        """The format version of an index written by an older rag-lsp, else ``None``."""
+        manifest = IndexManifest.read(self.index_dir)
+        if manifest is not None and manifest.schema_version != SCHEMA_VERSION:
+            return manifest.schema_version
+        return None
 
     def _chunking(self) -> dict:
         """The settings that decide chunk boundaries; recorded in the manifest."""
         return {
             "chunkTokens": self.settings.chunk_tokens,
             "chunkOverlapTokens": self.settings.chunk_overlap_tokens,
+            "chunkHeaders": self.settings.chunk_headers,
         }
 
     def _open_store(self, *, for_writing: bool = False, full: bool = False) -> ChunkStore:
@@ -186,6 +200,14 @@ class Workspace:
             manifest = None
         else:
             manifest = IndexManifest.read(self.index_dir)
+            if (for_writing and manifest is not None
+                    and manifest.schema_version != SCHEMA_VERSION):
+                # Chunking or embedded text changed: every chunk must be made again, once.
+                self._require_model()
+                log.info("index at %s has format %s, this rag-lsp writes %s: rebuilding it",
+                         self.index_dir, manifest.schema_version, SCHEMA_VERSION)
+                self._drop_tables()
+                manifest = None
         if manifest is None:
             embedder = self._require_model()
             if not for_writing:
@@ -213,6 +235,7 @@ class Workspace:
 
     def _drop_tables(self) -> None:
         self._store = None
+        self._background = BackgroundCache()
         for name in ("chunks.lance", "files.lance"):
             shutil.rmtree(self.index_dir / name, ignore_errors=True)
 
@@ -282,20 +305,20 @@ class Workspace:
         mode: str | None = None,
         filters: SearchFilters | None = None,
     ) -> SearchResponse:
-        """Files relevant to ``query``, best first (see :mod:`rag_lsp.search.hybrid`)."""
+        """Files relevant to ``query``, best first, each scoring at least ``threshold`` (the
+        setting by default; see :mod:`rag_lsp.search.ranking` for what the score means)."""
         started = time.perf_counter()
         if top_k is not None and top_k < 1:
             raise RagLspError(f"top_k must be at least 1 (got {top_k})")
         mode, warnings = self._search_mode(query, mode)
         with self.priority.searching(), self._tables_lock:
-            results = search_chunks(
-                self._open_store(),
+            results = search_files(
+                self._search_index(),
                 query,
                 mode=mode,
                 top_k=self.settings.top_k if top_k is None else top_k,
                 threshold=self.settings.threshold if threshold is None else threshold,
                 filters=filters or SearchFilters(),
-                embed_query=self.embedder.embed_query if self.embedder else None,
             )
         took_ms = (time.perf_counter() - started) * 1000
         return SearchResponse(query, mode, took_ms, results, warnings)
@@ -313,15 +336,22 @@ class Workspace:
         context. Same modes, threshold and filters as :meth:`search`."""
         mode, _warnings = self._search_mode(query, mode)
         with self.priority.searching(), self._tables_lock:
-            return rank_chunks(
-                self._open_store(),
+            return search_chunks(
+                self._search_index(),
                 query,
                 mode=mode,
                 limit=limit,
                 threshold=self.settings.threshold if threshold is None else threshold,
                 filters=filters or SearchFilters(),
-                embed_query=self.embedder.embed_query if self.embedder else None,
             )
+
+    def _search_index(self) -> SearchIndex:
+        return SearchIndex(
+            self._open_store(),
+            self.embedder.embed_query if self.embedder else None,
+            self._background,
+            RankingWeights.from_settings(self.settings),
+        )
 
     def definition_span(self, path: str, symbol: str) -> tuple[int, int] | None:
         """First and last line of every chunk of ``symbol`` in ``path`` (an oversized

@@ -86,13 +86,44 @@ def test_deleted_file_disappears_from_search(workspace, sample_root):
     assert all(h.path != "src/http/client.py" for h in hits)
 
 
-def test_renamed_file_moves_without_reembedding(workspace, spy, sample_root):
+def test_renamed_file_moves_and_is_found_under_its_new_name(workspace, spy, sample_root):
     (sample_root / "src/cache/lru.py").rename(sample_root / "src/cache/recent.py")
     report = workspace.index()
     assert report.files_removed == 1 and report.files_indexed == 1
-    assert spy.texts == [] and report.chunks_embedded == 0
+    # Each chunk is embedded under a header naming its file, so the moved chunks (only they)
+    # are embedded again.
+    assert report.chunks_embedded == len(spy.texts) > 0
+    assert all(text.startswith("src/cache/recent.py") for text in spy.texts)
     hit = workspace.search("evict the least recently used entry", top_k=1).results[0]
     assert hit.path == "src/cache/recent.py"
+
+
+def test_without_chunk_headers_a_rename_reuses_every_vector(sample_root, embedder, monkeypatch):
+    ws = Workspace.open(sample_root, Settings.from_dict({"chunkHeaders": False}),
+                        embedder=embedder)
+    ws.index()
+    spy = EmbedSpy(embedder)
+    monkeypatch.setattr(embedder, "embed", spy)
+    (sample_root / "src/cache/lru.py").rename(sample_root / "src/cache/recent.py")
+    report = ws.index()
+    assert report.files_indexed == 1 and spy.texts == [] and report.chunks_embedded == 0
+
+
+def test_an_index_of_an_older_format_is_rebuilt_once_by_the_next_run(workspace, spy):
+    manifest_path = workspace.index_dir / MANIFEST_NAME
+    manifest = json.loads(manifest_path.read_text())
+    manifest_path.write_text(json.dumps({**manifest, "schema_version": 1}))
+    reopened = Workspace.open(workspace.root, workspace.settings, embedder=workspace.embedder)
+    assert not reopened.has_index() and reopened.outdated_index() == 1
+    with pytest.raises(IndexMismatchError, match="format 1.*rebuilds it"):
+        reopened.search("anything")
+    steps = []
+    report = reopened.index(progress=steps.append)
+    assert report.files_indexed == 5 and report.chunks_embedded > 0  # all of it, with progress
+    assert steps[-1].phase == "finish" and any(s.phase == "index" for s in steps)
+    assert reopened.has_index() and reopened.outdated_index() is None
+    assert reopened.index().files_indexed == 0  # once
+    assert reopened.search("follow redirects", top_k=1).results[0].path == "src/http/client.py"
 
 
 def test_update_paths_handles_create_change_delete(workspace, sample_root):

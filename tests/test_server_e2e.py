@@ -106,6 +106,7 @@ async def test_created_modified_renamed_and_deleted_files_are_reflected(client, 
 
 
 async def test_a_saved_document_is_reindexed(client, repo):
+    seen_logs = len(client.log_messages)
     path = repo / "src/cache/lru.py"
     original = path.read_text()
     path.write_text(original + "\n\ndef purge_stale_tombstones(cache):\n    cache.clear()\n")
@@ -116,6 +117,13 @@ async def test_a_saved_document_is_reindexed(client, repo):
     client.text_document_did_save(types.DidSaveTextDocumentParams(
         text_document=types.TextDocumentIdentifier(uri=path.as_uri())))
     await _appears(client, "purge stale tombstones", "src/cache/lru.py", present=False)
+
+    # A search can see the update before its log line arrives: wait for both saves' lines so
+    # the next test counts only its own.
+    async def both_logged():
+        return sum("changed files applied" in m.message
+                   for m in client.log_messages[seen_logs:]) == 2
+    await wait_until(both_logged, what="both saves logged")
 
 
 async def test_a_burst_of_200_changes_is_applied_in_a_few_batches(client, repo):

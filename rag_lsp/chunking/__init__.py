@@ -8,6 +8,9 @@ silently drop everything past its first ~254 word-pieces.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from rag_lsp.chunking.headers import add_headers, header_reserve
 from rag_lsp.chunking.languages import language_for
 from rag_lsp.chunking.long_lines import split_long_lines
 from rag_lsp.chunking.markdown import chunk_markdown
@@ -27,12 +30,17 @@ def chunk_document(text: str, language: str, counter: TokenCounter,
 
     ``"markdown"`` → heading sections, ``"python"`` → AST definitions (plain-text windows if
     it does not parse), anything else → overlapping token windows. ``path`` names the file
-    in log messages and gives Python module chunks their symbol.
+    in log messages, gives Python module chunks their symbol and, with
+    ``options.headers``, heads every chunk's embedded text (tokens for it are kept free).
     """
+    reserve = header_reserve(path, counter, options.max_tokens) if options.headers else 0
+    inner = replace(options, max_tokens=options.max_tokens - reserve,
+                    window_tokens=min(options.window_tokens, options.max_tokens - reserve))
     if language == "markdown":
-        chunks = chunk_markdown(text, counter, options)
+        chunks = chunk_markdown(text, counter, inner)
     elif language == "python":
-        chunks = chunk_python(text, counter, options, path=path)
+        chunks = chunk_python(text, counter, inner, path=path)
     else:
-        chunks = chunk_text(text, counter, options)
-    return split_long_lines(chunks, counter, options.max_tokens)
+        chunks = chunk_text(text, counter, inner)
+    chunks = split_long_lines(chunks, counter, inner.max_tokens)
+    return add_headers(chunks, path, counter, options.max_tokens) if reserve else chunks

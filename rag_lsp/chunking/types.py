@@ -27,6 +27,7 @@ class ChunkOptions:
     max_tokens: int = 254  # 256 word-pieces minus [CLS] and [SEP]
     window_tokens: int = 254
     overlap_tokens: int = 32
+    headers: bool = True  # head each chunk's embedded text with its path and symbol
 
 
 @dataclass(frozen=True)
@@ -34,9 +35,9 @@ class Chunk:
     """One retrievable piece of a file.
 
     ``text`` is exactly the source lines ``start_line``..``end_line`` (1-based, inclusive).
-    ``context`` is a short header embedded with the text but never shown as source: the
-    heading path of a Markdown section, or the signature of the definition a piece
-    belongs to.
+    ``context`` is embedded with the text but never shown as source: the heading path of a
+    Markdown section, or the signature of the definition a piece belongs to. ``header``
+    (see :mod:`rag_lsp.chunking.headers`) names the file and symbol, for the embedding only.
     """
 
     start_line: int
@@ -45,7 +46,9 @@ class Chunk:
     text: str
     symbol: str = ""
     context: str = ""
+    header: str = ""
 
     @property
     def embed_text(self) -> str:
-        return f"{self.context}\n{self.text}" if self.context else self.text
+        """What the model reads: header, context and text, one per line."""
+        return "\n".join(part for part in (self.header, self.context, self.text) if part)

@@ -14,7 +14,7 @@ from rag_lsp.cli.console import IndexProgressBar, delayed_spinner, err
 from rag_lsp.config import load_settings
 from rag_lsp.errors import RagLspError
 from rag_lsp.indexing.indexer import IndexReport
-from rag_lsp.search.hybrid import MODES
+from rag_lsp.search.pipeline import MODES
 from rag_lsp.search.results import SearchFilters
 from rag_lsp.workspace import Workspace
 
@@ -157,7 +157,10 @@ def cmd_search(args: argparse.Namespace) -> int:
     extra = {"topK": args.top_k, "threshold": args.threshold, "searchMode": args.mode}
     ws = _open_workspace(args.root, args, extra)
     if not ws.has_index():
-        err.print(f"no index at {ws.index_dir} yet; indexing {ws.root} first")
+        outdated = ws.outdated_index()
+        err.print(f"the index at {ws.index_dir} has format {outdated}, from an older rag-lsp; "
+                  "rebuilding it first" if outdated is not None
+                  else f"no index at {ws.index_dir} yet; indexing {ws.root} first")
         report = _run_index(ws, False, quiet=args.json)
         err.print(_report_line(report))
     filters = SearchFilters(tuple(args.path), tuple(args.language), tuple(args.kind))

@@ -143,7 +143,8 @@ def cmd_kb(args: argparse.Namespace, ws: Workspace, print_json) -> int:
                        session_id=args.session, anchors=anchors)
         return _show([entry], args, print_json, single=True)
     if action == "search":
-        threshold = ws.settings.threshold if args.threshold is None else args.threshold
+        threshold = (ws.settings.knowledge_threshold if args.threshold is None
+                     else args.threshold)
         return _show(kb.search(args.mode, args.query, top_k=args.top_k, threshold=threshold,
                                **times), args, print_json)
     if action == "list":

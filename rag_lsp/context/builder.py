@@ -16,10 +16,11 @@ from pathlib import Path
 from rag_lsp.chunking import chunk_document
 from rag_lsp.chunking.languages import language_for
 from rag_lsp.chunking.types import ChunkOptions, TokenCounter
-from rag_lsp.context.modes import rerank
+from rag_lsp.context.modes import profile_for, rerank
 from rag_lsp.context.packing import ContextItem, Dropped, Packer
 from rag_lsp.context.query import derive_query
 from rag_lsp.errors import RagLspError
+from rag_lsp.search.results import SearchFilters
 from rag_lsp.workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -138,7 +139,7 @@ def _add_manual(sources: Sequence[Source], ref: ManualRef, what: str, packer: Pa
         packer.add(whole)
         return
     # Too big as one block: the chunker's pieces (definitions, sections), in file order.
-    options = ChunkOptions(max_tokens=254, window_tokens=254, overlap_tokens=0)
+    options = ChunkOptions(max_tokens=254, window_tokens=254, overlap_tokens=0, headers=False)
     for chunk in chunk_document(whole.text, language, counter, options, path=rel):
         packer.add(ContextItem("manual", chunk.symbol, chunk.text, rel, root,
                                start + chunk.start_line - 1, start + chunk.end_line - 1,
@@ -149,8 +150,9 @@ def _knowledge_items(sources: Sequence[Source], mode: str, query: str) -> list[C
     entries = []
     for source in sources:
         if source.knowledge is not None and not source.workspace.degraded:
+            threshold = source.workspace.settings.knowledge_threshold
             found = source.knowledge.search(mode, query, top_k=KNOWLEDGE_RESULTS,
-                                            threshold=source.workspace.settings.threshold)
+                                            threshold=threshold)
             entries += [(source, entry) for entry in found]
     # Relevance first; among equally relevant entries (same score to 2 decimals) newest first.
     entries.sort(key=lambda pair: (round(pair[1].score or 0.0, 2), pair[1].created_at),
@@ -181,7 +183,8 @@ def _code_items(sources: Sequence[Source], mode: str, query: str,
     for source in sources:
         if not source.workspace.has_index():
             continue
-        hits = source.workspace.find_chunks(query, limit=CANDIDATE_CHUNKS)
+        hits = source.workspace.find_chunks(query, limit=CANDIDATE_CHUNKS, filters=SearchFilters(
+            wanted_roles=profile_for(mode).wanted_roles))
         ranked += [(adjusted, source, hit)
                    for hit, adjusted in rerank(hits, mode, active_rel.get(id(source)))]
     ranked.sort(key=lambda triple: triple[0], reverse=True)

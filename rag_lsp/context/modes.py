@@ -9,7 +9,7 @@ the query alone); it reorders what was found, adding small, documented boosts to
   (+0.06 for code that mentions them, +0.04 more for paths such as ``auth/``, ``security/``).
 - performance: loops, I/O, caching, batching, concurrency (+0.06).
 - planning: design documents and Markdown (+0.10 for Markdown, +0.06 for ``docs/``,
-  ``README``, ``DESIGN``, ``ADR`` paths).
+  ``README``, ``DESIGN``, ``ADR`` paths); the search's docs prior does not apply.
 - any other mode (named in the ``extraModes`` setting): no boosts.
 """
 
@@ -39,6 +39,7 @@ class ModeProfile:
     languages: tuple[str, ...] = ()
     language_boost: float = 0.0
     neighbourhood: bool = False  # favour the active file and its folder
+    wanted_roles: tuple[str, ...] = ()  # roles whose ranking priors do not apply
 
     def spec(self) -> pathspec.GitIgnoreSpec | None:
         return pathspec.GitIgnoreSpec.from_lines(self.paths) if self.paths else None
@@ -77,6 +78,7 @@ PROFILES: dict[str, ModeProfile] = {
         path_boost=0.06,
         languages=("markdown",),
         language_boost=0.10,
+        wanted_roles=("docs",),
     ),
 }
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from rag_lsp.chunking import Chunk, ChunkOptions, chunk_document, language_for
+from rag_lsp.chunking.definitions import defined_names
 from rag_lsp.config import Settings
 from rag_lsp.embedding.tokenizer import ModelTokenCounter
 from rag_lsp.indexing.lexical_text import lexical_text
@@ -30,6 +31,7 @@ from rag_lsp.indexing.scan import (
     scan_workspace,
 )
 from rag_lsp.store.lance_store import ChunkStore, FileRecord
+from rag_lsp.terms import text_terms
 
 log = logging.getLogger(__name__)
 
@@ -103,6 +105,7 @@ class Indexer:
             max_tokens=settings.chunk_tokens,
             window_tokens=settings.chunk_tokens,
             overlap_tokens=settings.chunk_overlap_tokens,
+            headers=settings.chunk_headers,
         )
 
     # ---- whole workspace -----------------------------------------------------------------
@@ -222,12 +225,12 @@ class Indexer:
     def _write(self, pending: list[_Pending], report: IndexReport) -> None:
         embed_texts = [c.embed_text for item in pending for c in item.chunks]
         hashes = [hashlib.sha256(t.encode("utf-8")).hexdigest() for t in embed_texts]
-        vectors = self.store.vectors_for_hashes(hashes)
-        missing = sorted({h for h in hashes if h not in vectors})
+        stored = self.store.stored_for_hashes(hashes)
+        missing = sorted({h for h in hashes if h not in stored})
+        fresh: dict[str, np.ndarray] = {}
         if missing:
             text_of = dict(zip(hashes, embed_texts, strict=True))
-            fresh = self._embed([text_of[h] for h in missing])
-            vectors.update(zip(missing, fresh, strict=True))
+            fresh = dict(zip(missing, self._embed([text_of[h] for h in missing]), strict=True))
         report.chunks_embedded += len(missing)
         report.chunks_reused += len(hashes) - len(missing)
         rows: list[dict] = []
@@ -236,6 +239,7 @@ class Indexer:
             for chunk in item.chunks:
                 content_hash = hashes[position]
                 position += 1
+                known = stored.get(content_hash)
                 rows.append(
                     {
                         "id": f"{item.record.path}#L{chunk.start_line}-{content_hash[:12]}",
@@ -247,8 +251,13 @@ class Indexer:
                         "symbol": chunk.symbol,
                         "text": chunk.text,
                         "search_text": lexical_text(chunk.text, item.record.path, chunk.context),
+                        # Derived from the embedded text alone, so a known hash has them.
+                        "defines": known.defines if known else " ".join(
+                            defined_names(chunk.text, item.language, chunk.symbol)),
+                        "terms": known.terms if known else " ".join(
+                            sorted(text_terms(f"{chunk.context}\n{chunk.text}"))),
                         "content_hash": content_hash,
-                        "vector": vectors[content_hash],
+                        "vector": known.vector if known else fresh[content_hash],
                     }
                 )
         self.store.replace_files([item.record for item in pending], rows)

@@ -9,16 +9,9 @@ from __future__ import annotations
 
 import re
 
+from rag_lsp.terms import split_identifier
+
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
-_HUMPS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
-
-
-def split_identifier(name: str) -> list[str]:
-    """``parseHTTPResponse_v2`` → ``["parse", "HTTP", "Response", "v", "2"]``."""
-    parts: list[str] = []
-    for piece in name.split("_"):
-        parts.extend(_HUMPS.findall(piece))
-    return parts
 
 
 def lexical_text(text: str, path: str, context: str = "") -> str:

@@ -14,6 +14,9 @@ class SearchFilters:
     paths: tuple[str, ...] = ()  # gitignore-style globs on workspace-relative paths
     languages: tuple[str, ...] = ()
     kinds: tuple[str, ...] = ()
+    # Not a restriction: roles (docs, test, example…) the caller wants, so their ranking
+    # priors do not apply (planning mode wants design documents).
+    wanted_roles: tuple[str, ...] = ()
 
 
 @dataclass

@@ -53,7 +53,8 @@ DISABLED_MESSAGE = (
 
 
 # Settings read per search; changing only these needs no re-index.
-SEARCH_SETTINGS = {"top_k", "threshold", "search_mode"}
+SEARCH_SETTINGS = {"top_k", "threshold", "knowledge_threshold", "search_mode"} | {
+    f.name for f in dataclasses.fields(Settings) if f.name.startswith("rank_")}
 
 
 def _only_search_changed(old: Settings, new: Settings) -> bool:

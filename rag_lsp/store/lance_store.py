@@ -22,6 +22,7 @@ from lancedb.index import FTS
 from rag_lsp.errors import IndexCorruptError
 from rag_lsp.store.manifest import REBUILD_HINT
 from rag_lsp.store.sql import in_list
+from rag_lsp.store.vector_cache import VectorCache, VectorMatrix
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +35,10 @@ _KEEP_OLD_VERSIONS = timedelta(seconds=60)
 
 # What a search hands back per chunk: not the vector (4 × 384 bytes) or the full-text copy,
 # which only cost time to read (bench: vector search p95 25 -> 19 ms at 11k chunks).
-RESULT_COLUMNS = ["id", "path", "start_line", "end_line", "language", "kind", "symbol", "text"]
+RESULT_COLUMNS = ["id", "path", "start_line", "end_line", "language", "kind", "symbol", "text",
+                  "defines", "terms"]
+# Rows read to describe an index as a whole (see rag_lsp.search.calibration).
+SAMPLE_COLUMNS = ["vector", "terms"]
 
 
 def chunk_schema(dim: int) -> pa.Schema:
@@ -50,6 +54,10 @@ def chunk_schema(dim: int) -> pa.Schema:
             pa.field("text", pa.string()),
             # text + heading/signature context + split identifiers, for the full-text index
             pa.field("search_text", pa.string()),
+            # names the chunk defines, space-separated (see rag_lsp.chunking.definitions)
+            pa.field("defines", pa.string()),
+            # its distinct stemmed terms, space-separated (see rag_lsp.terms), for ranking
+            pa.field("terms", pa.string()),
             pa.field("content_hash", pa.string()),
             pa.field("vector", pa.list_(pa.float32(), dim)),
         ]
@@ -65,6 +73,15 @@ FILE_SCHEMA = pa.schema(
         pa.field("chunks", pa.int32()),
     ]
 )
+
+
+@dataclass(frozen=True)
+class StoredChunk:
+    """What a content hash already has in the index."""
+
+    vector: np.ndarray
+    terms: str
+    defines: str
 
 
 @dataclass(frozen=True)
@@ -125,13 +142,15 @@ class ChunkStore:
                     + REBUILD_HINT
                 )
             self._fts_ready = self._has_fts_index()
+            self._vectors = VectorCache(self._load_vectors)
         except (OSError, ValueError, RuntimeError) as exc:
             raise IndexCorruptError(
                 f"the index at {index_dir} cannot be opened ({exc}). {REBUILD_HINT}"
             ) from exc
 
     def _has_fts_index(self) -> bool:
-        return any(i.index_type == "FTS" for i in self._chunks.list_indices())
+        indexed = {tuple(i.columns) for i in self._chunks.list_indices() if i.index_type == "FTS"}
+        return {("search_text",), ("defines",)} <= indexed
 
     # ---- reads -------------------------------------------------------------------------
 
@@ -149,27 +168,52 @@ class ChunkStore:
         return self._files.count_rows()
 
     @_reports_damage
-    def vectors_for_hashes(self, hashes: Sequence[str]) -> dict[str, np.ndarray]:
-        """Stored vectors for any of these content hashes (from any file)."""
-        found: dict[str, np.ndarray] = {}
+    def stored_for_hashes(self, hashes: Sequence[str]) -> dict[str, StoredChunk]:
+        """What is already stored for any of these content hashes (from any file): the
+        vector and the derived columns, so unchanged chunks are neither embedded nor
+        re-analysed."""
+        found: dict[str, StoredChunk] = {}
         unique = sorted(set(hashes))
         for batch in _batches(unique):
             rows = (
                 self._chunks.search()
                 .where(in_list("content_hash", batch))
-                .select(["content_hash", "vector"])
+                .select(["content_hash", "vector", "terms", "defines"])
                 .limit(None)
-                .to_arrow()
+                .to_list()
             )
-            hashes_col = rows.column("content_hash").to_pylist()
-            for h, v in zip(hashes_col, rows.column("vector").to_pylist(), strict=True):
-                found.setdefault(h, np.asarray(v, dtype=np.float32))
+            for row in rows:
+                found.setdefault(row["content_hash"], StoredChunk(
+                    np.asarray(row["vector"], dtype=np.float32), row["terms"], row["defines"]))
         return found
+
+    def _load_vectors(self) -> VectorMatrix:
+        version = self._chunks.version
+        table = (self._chunks.search().select(["vector"]).with_row_id(True).limit(None)
+                 .to_arrow())
+        return VectorMatrix.from_table(version, table, self.dim)
+
+    def _vectors_in_memory(self) -> VectorMatrix | None:
+        try:
+            return self._vectors.current(self._chunks.version)
+        except (OSError, RuntimeError):
+            return None
 
     @_reports_damage
     def vector_search(
         self, vector: np.ndarray, limit: int, where: str | None = None
     ) -> list[dict]:
+        """The ``limit`` chunks nearest ``vector``, with their ``cosine``, nearest first."""
+        matrix = None if where else self._vectors_in_memory()
+        if matrix is not None:
+            row_ids, cosines = matrix.nearest(vector, limit)
+            found = self._chunks.take_row_ids(row_ids).select([*RESULT_COLUMNS, "_rowid"])
+            by_id = {row.pop("_rowid"): row for row in found.to_list()}
+            rows = []
+            for row_id, cosine in zip(row_ids, cosines, strict=True):
+                if row_id in by_id:
+                    rows.append({**by_id[row_id], "cosine": float(cosine)})
+            return rows
         query = (self._chunks.search(vector, vector_column_name="vector").metric("cosine")
                  .select([*RESULT_COLUMNS, "_distance"]))
         if where:
@@ -180,18 +224,45 @@ class ChunkStore:
         return rows
 
     @_reports_damage
-    def text_search(self, text: str, limit: int, where: str | None = None) -> list[dict]:
+    def text_search(self, text: str, limit: int, where: str | None = None, *,
+                    column: str = "search_text", with_vectors: bool = True) -> list[dict]:
+        """BM25 matches of ``text`` in ``column`` (``search_text`` or ``defines``)."""
         # Another writer (thread or process) may have built the index since we opened.
         if not self._fts_ready:
             self._fts_ready = self._has_fts_index()
             if not self._fts_ready:
                 return []
-        # With the vector: lexical-only hits get a real cosine in hybrid search.
-        query = (self._chunks.search(text, query_type="fts", fts_columns="search_text")
-                 .select([*RESULT_COLUMNS, "vector", "_score"]))
+        # With the vector: lexical-only hits get a real cosine in hybrid search (from memory
+        # when the vectors are loaded).
+        matrix = self._vectors_in_memory() if with_vectors else None
+        columns = [*RESULT_COLUMNS, "_score"]
+        if with_vectors and matrix is None:
+            columns.append("vector")
+        query = self._chunks.search(text, query_type="fts", fts_columns=column).select(columns)
+        if matrix is not None:
+            query = query.with_row_id(True)
         if where:
             query = query.where(where, prefilter=True)
-        return query.limit(limit).to_list()
+        rows = query.limit(limit).to_list()
+        if matrix is not None:
+            for row in rows:
+                row["vector"] = matrix.vector_of(int(row.pop("_rowid")))
+        return rows
+
+    @_reports_damage
+    def sample_rows(self, count: int, seed: int = 0) -> list[dict]:
+        """Up to ``count`` chunks spread evenly over the table (vector and terms only)."""
+        total = self._chunks.count_rows()
+        if total == 0:
+            return []
+        step = max(1, total // count)
+        offsets = list(range(seed % step, total, step))[:count]
+        return self._chunks.take_offsets(offsets).select(SAMPLE_COLUMNS).to_list()
+
+    @_reports_damage
+    def version(self) -> int:
+        """Changes whenever the chunks table does (another process's writes included)."""
+        return self._chunks.version
 
     @_reports_damage
     def chunk_rows(self, where: str, columns: list[str]) -> list[dict]:
@@ -242,6 +313,12 @@ class ChunkStore:
                 return
             self._chunks.create_index(
                 "search_text", config=FTS(stem=True, remove_stop_words=True), replace=True
+            )
+            # Defined names are matched whole and case-insensitively: no stemming, no stop words.
+            self._chunks.create_index(
+                "defines", config=FTS(base_tokenizer="whitespace", stem=False,
+                                      remove_stop_words=False, ascii_folding=False),
+                replace=True,
             )
             self._fts_ready = True
 

@@ -9,7 +9,9 @@ from pathlib import Path
 
 from rag_lsp.errors import IndexCorruptError, IndexMismatchError
 
-SCHEMA_VERSION = 1
+# Bumped whenever chunk boundaries, embedded text or table columns change; an index of an
+# older version is rebuilt by the next indexing run. 2: contextual chunk headers.
+SCHEMA_VERSION = 2
 MANIFEST_NAME = "manifest.json"
 REBUILD_HINT = "Run `rag-lsp index --full` to rebuild the index from the workspace."
 
@@ -47,8 +49,9 @@ class IndexManifest:
         """Raise :class:`IndexMismatchError` naming both sides and the fix."""
         if self.schema_version != SCHEMA_VERSION:
             raise IndexMismatchError(
-                f"index at {index_dir} has schema version {self.schema_version}; this rag-lsp "
-                f"writes version {SCHEMA_VERSION}. {REBUILD_HINT}"
+                f"index at {index_dir} has format {self.schema_version}; this rag-lsp writes "
+                f"format {SCHEMA_VERSION}. The next `rag-lsp index` rebuilds it (the language "
+                "server does so by itself when it opens the folder)."
             )
         same_hash = not model_sha256 or not self.model_sha256 or model_sha256 == self.model_sha256
         if self.model_id != model_id or self.dimension != dim or not same_hash:

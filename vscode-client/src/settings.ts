@@ -5,8 +5,11 @@ import * as os from "node:os";
 /** The server's settings: the properties of schemas/config.schema.json (a test checks). */
 export const SERVER_SETTINGS = [
   "enabled", "extensions", "exclude", "useGitignore", "maxFileBytes", "chunkTokens",
-  "chunkOverlapTokens", "topK", "threshold", "searchMode", "indexPath", "modelDir",
-  "embedBatchSize", "extraModes",
+  "chunkOverlapTokens", "chunkHeaders", "topK", "threshold", "knowledgeThreshold", "searchMode",
+  "rankLexicalWeight", "rankIdentifierLexicalWeight", "rankDefinitionBoost", "rankPathBoost",
+  "rankFileAgreement", "rankTestPrior", "rankDocsPrior", "rankExamplePrior", "rankLegacyPrior",
+  "rankGeneratedPrior", "rankDataPrior", "rankReexportPrior",
+  "indexPath", "modelDir", "embedBatchSize", "extraModes",
 ] as const;
 
 export const SECTION = "ragLsp";

@@ -101,7 +101,7 @@ def register(server: RagServer) -> None:
         for folder in await ls.open_folders():
             entries = await _in_pool(
                 ls, folder.workspace.knowledge.search, mode, args["query"], top_k=top_k,
-                threshold=args.get("threshold", ls.settings.threshold), **times)
+                threshold=args.get("threshold", ls.settings.knowledge_threshold), **times)
             found += [(folder, e) for e in entries]
         found.sort(key=lambda p: (round(p[1].score or 0.0, 2), p[1].created_at), reverse=True)
         return {"entries": [wire_entry(f, e) for f, e in found[:top_k]]}

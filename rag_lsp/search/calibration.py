@@ -1,0 +1,76 @@
+"""What an index looks like as a whole, so scores mean the same in every workspace.
+
+A cosine of 0.35 is a strong match in one code base and noise in another: a random string of
+letters reaches 0.4 against some chunks. So semantic evidence is measured as the margin over
+the query's *background* similarity — its mean cosine to a sample of the index, which is
+``query · mean(sample vectors)`` for unit vectors. Term rarity (for weighting which query words
+a chunk covers) comes from the same sample, as does the index's vocabulary (a query word that
+neither the model nor the index knows carries no evidence).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from rag_lsp.store.lance_store import ChunkStore
+
+SAMPLE_SIZE = 256
+REFRESH_SECONDS = 60.0  # a changed index is re-sampled at most this often
+
+
+@dataclass
+class Background:
+    mean_vector: np.ndarray | None  # None when the index is empty or has no vectors
+    document_frequency: dict[str, int] = field(default_factory=dict)
+    size: int = 0
+
+    def similarity(self, query_vector: np.ndarray) -> float:
+        """The query's mean cosine to the index (its noise level)."""
+        if self.mean_vector is None:
+            return 0.0
+        return float(self.mean_vector @ query_vector)
+
+    def idf(self, term: str) -> float:
+        """Rarity of ``term``: high for words few chunks contain, about 0 for everywhere."""
+        return math.log((self.size + 1) / (self.document_frequency.get(term, 0) + 0.5))
+
+    def knows(self, term: str) -> bool:
+        return term in self.document_frequency
+
+
+def build_background(rows: list[dict]) -> Background:
+    frequency: dict[str, int] = {}
+    vectors = []
+    for row in rows:
+        for term in set((row.get("terms") or "").split()):
+            frequency[term] = frequency.get(term, 0) + 1
+        if row.get("vector") is not None:
+            vectors.append(np.asarray(row["vector"], dtype=np.float32))
+    mean = np.mean(vectors, axis=0) if vectors else None
+    return Background(mean, frequency, len(rows))
+
+
+class BackgroundCache:
+    """One background per store, re-sampled when the index changed (and not too often)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._background: Background | None = None
+        self._version: int | None = None
+        self._taken_at = 0.0
+
+    def get(self, store: ChunkStore) -> Background:
+        with self._lock:
+            version = store.version()
+            stale = version != self._version and (
+                self._background is None or self._background.size < SAMPLE_SIZE
+                or time.monotonic() - self._taken_at > REFRESH_SECONDS)
+            if self._background is None or stale:
+                self._background = build_background(store.sample_rows(SAMPLE_SIZE))
+                self._version, self._taken_at = version, time.monotonic()
+            return self._background

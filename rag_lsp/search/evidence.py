@@ -1,0 +1,101 @@
+"""Evidence beyond similarity: does a chunk define a queried name, does its file's name or
+folder say what the query asks, how many of the query's words does it contain."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable
+from pathlib import PurePosixPath
+
+from rag_lsp.search.calibration import Background
+from rag_lsp.terms import path_terms, split_identifier, stem
+
+# A prefix shared by a query word and a path part counts from this many letters, when it is
+# most of the shorter word (``util``/``utils``, ``dispatch``/``dispatcher``).
+_MIN_PREFIX = 4
+_PREFIX_SHARE = 0.8
+_MIN_INFIX = 5  # a query word inside a compound name: ``dispatcher`` in ``urldispatcher``
+
+
+def defines_name(defines: str, identifiers: Iterable[str]) -> bool:
+    """Whether a chunk's defined names include a queried identifier: exact case, or any case
+    when the query wrote the name in lower case (``application``)."""
+    names = defines.split()
+    if not names:
+        return False
+    lowered = None
+    for identifier in identifiers:
+        if identifier in names:
+            return True
+        if identifier.islower():
+            lowered = lowered or {n.lower() for n in names}
+            if identifier in lowered:
+                return True
+    return False
+
+
+def stem_is_name(path: str, identifiers: Iterable[str]) -> bool:
+    """``routing.py`` for ``Routing``, ``state_manager.ts`` for ``StateManager``."""
+    file_stem = path.rsplit("/", 1)[-1].split(".")[0].lower()
+    return any(file_stem.replace("_", "") == i.lower().replace("_", "") for i in identifiers)
+
+
+@functools.lru_cache(maxsize=65536)
+def _word_matches(word: str, part: str) -> bool:
+    if word == part or stem(word) == stem(part):
+        return True
+    for form in (word, stem(word)):
+        if len(form) >= _MIN_INFIX and form in part:
+            return True
+    shared = 0
+    for a, b in zip(word, part, strict=False):
+        if a != b:
+            break
+        shared += 1
+    return shared >= _MIN_PREFIX and shared >= _PREFIX_SHARE * min(len(word), len(part))
+
+
+@functools.lru_cache(maxsize=16384)
+def _parts(name: str) -> tuple[str, ...]:
+    return tuple(p.lower() for p in split_identifier(name)) or (name.lower(),)
+
+
+@functools.lru_cache(maxsize=8192)
+def path_match(path: str, words: tuple[str, ...]) -> tuple[float, float]:
+    """How well the file name, then the folder name, answer the query's words (0..1 each).
+
+    The file score needs both directions: the query's words found in the name, *and* the
+    name explained by the query — ``completions.go`` fits "shell completion handling" better
+    than ``bash_completions.go`` does.
+    """
+    if not words:
+        return 0.0, 0.0
+    pure = PurePosixPath(path)
+    file_stem = pure.name.split(".")[0]
+    parts = _parts(file_stem)
+    found = [w for w in words if any(_word_matches(w, p) for p in parts)
+             or (len(w) >= _MIN_INFIX and w in file_stem.lower())]
+    explained = [p for p in parts if p.isdigit() or any(_word_matches(w, p) for w in words)]
+    file_score = ((len(found) / len(words)) ** 0.5 * len(explained) / len(parts)
+                  if found else 0.0)
+    folder = pure.parent.name
+    folder_parts = _parts(folder) if folder else ()
+    in_folder = [w for w in words if any(_word_matches(w, p) for p in folder_parts)]
+    return file_score, len(in_folder) / len(words)
+
+
+class TermCoverage:
+    """Share of the query's terms a chunk contains, each weighted by its rarity (0..1)."""
+
+    def __init__(self, terms: tuple[str, ...], background: Background):
+        self.weights = {t: background.idf(t) for t in terms}
+        self.total = sum(self.weights.values())
+
+    def __call__(self, chunk_terms: str, path: str = "") -> float:
+        """Coverage by a chunk's stored terms (space-separated) and its file's path."""
+        if self.total <= 0:
+            return 0.0
+        present = set(chunk_terms.split())
+        in_path = path_terms(path)
+        return sum(w for t, w in self.weights.items()
+                   if t in present or t in in_path) / self.total

@@ -1,0 +1,190 @@
+"""A search from query to results: retrieve candidates, rank them, keep what is relevant.
+
+Retrievers (each optional by mode): nearest chunks by vector, full-text matches of the query
+(with the parts of its identifiers), and chunks that *define* a queried identifier. The
+ranking layer (``ranking.py``) scores every candidate and groups them into files; the
+threshold applies to that same score.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+import pathspec
+
+from rag_lsp.search.calibration import BackgroundCache
+from rag_lsp.search.query import QueryAnalysis, analyze
+from rag_lsp.search.ranking import (
+    Candidate,
+    RankContext,
+    RankedFile,
+    RankingWeights,
+    answerable,
+    order_ranges,
+    rank_files,
+    score_chunks,
+    squash,
+    unsquash,
+)
+from rag_lsp.search.results import ChunkHit, LineRange, SearchFilters, SearchResult, snippet_of
+from rag_lsp.store.lance_store import ChunkStore
+from rag_lsp.store.sql import all_of, in_list
+from rag_lsp.terms import path_terms
+
+MODES = ("vector", "lexical", "hybrid")
+# Chunks fetched per retriever: several chunks of a file merge into one result, and file
+# agreement needs a file's other matching chunks.
+MIN_CANDIDATES = 70
+CANDIDATES_PER_RESULT = 5
+DEFINITION_CANDIDATES = 20
+# Read the vectors of full-text hits to give them a real cosine (else they get no semantic
+# evidence: they were not among the nearest chunks anyway).
+LEXICAL_COSINES = True
+_FULL_TEXT = ThreadPoolExecutor(2, thread_name_prefix="rag-fts")
+
+
+@dataclass
+class SearchIndex:
+    """What a search needs from its workspace."""
+
+    store: ChunkStore
+    embed_query: Callable[[str], np.ndarray] | None  # None without the model
+    background: BackgroundCache
+    weights: RankingWeights
+
+
+def filter_clause(store: ChunkStore, filters: SearchFilters) -> str | None:
+    """A LanceDB prefilter for ``filters``; path globs are resolved against indexed paths."""
+    path_clause = None
+    if filters.paths:
+        spec = pathspec.GitIgnoreSpec.from_lines(filters.paths)
+        matching = [p for p in store.file_records() if spec.match_file(p)]
+        path_clause = in_list("path", matching)
+    return all_of(
+        path_clause,
+        in_list("language", filters.languages) if filters.languages else None,
+        in_list("kind", filters.kinds) if filters.kinds else None,
+    )
+
+
+def _retrieve(index: SearchIndex, q: QueryAnalysis, mode: str, limit: int,
+              where: str | None) -> tuple[list[Candidate], np.ndarray | None]:
+    store = index.store
+    lexical = mode != "vector"
+    # Full-text and definition lookups run beside embedding + vector search (both release
+    # the GIL).
+    with_vectors = mode == "hybrid" and LEXICAL_COSINES
+    text_rows = (_FULL_TEXT.submit(store.text_search, q.fulltext, limit, where,
+                                   with_vectors=with_vectors) if lexical else None)
+    definition_rows = (_FULL_TEXT.submit(store.text_search, " ".join(q.identifiers),
+                                         DEFINITION_CANDIDATES, where, column="defines",
+                                         with_vectors=with_vectors)
+                       if lexical and q.identifiers and DEFINITION_CANDIDATES else None)
+    query_vector = (index.embed_query(q.text)
+                    if mode != "lexical" and index.embed_query is not None else None)
+    found: dict[str, Candidate] = {}
+    if query_vector is not None:
+        for row in store.vector_search(query_vector, limit, where):
+            found[row["id"]] = Candidate(row, row["cosine"])
+    for future in (text_rows, definition_rows):
+        for row in future.result() if future is not None else ():
+            if row["id"] in found:
+                continue
+            vector = row.pop("vector", None)
+            cosine = (float(np.asarray(vector, dtype=np.float32) @ query_vector)
+                      if query_vector is not None and vector is not None else None)
+            found[row["id"]] = Candidate(row, cosine)
+    return list(found.values()), query_vector
+
+
+def query_support(q: QueryAnalysis, candidates: list[Candidate],
+                  in_sample: Callable[[str], bool]) -> float:
+    """Share of the query's terms that occur in the workspace (in a retrieved chunk or in the
+    background sample). Real questions about a code base use its words; "how are rainbows
+    formed" or a string of random letters mostly do not."""
+    if not q.terms:
+        return 1.0
+    seen: set[str] = set()
+    for c in candidates:
+        seen.update(c.row.get("terms", "").split())
+        seen.update(path_terms(c.path))
+    return sum(1 for t in q.terms if t in seen or in_sample(t)) / len(q.terms)
+
+
+def ranked_files(index: SearchIndex, query: str, *, mode: str, limit: int,
+                 filters: SearchFilters, floor: float = 0.0) -> list[RankedFile]:
+    """Every candidate file, best first, with raw scores (no cut; ``floor`` is the threshold
+    as a raw score, which role priors respect)."""
+    where = filter_clause(index.store, filters)
+    if where == "(false)":
+        return []
+    q = analyze(query)
+    candidates, query_vector = _retrieve(index, q, mode, limit, where)
+    if not candidates:
+        return []
+    background = index.background.get(index.store)
+    noise = background.similarity(query_vector) if query_vector is not None else 0.0
+    cosines = [c.cosine for c in candidates if c.cosine is not None]
+    best_margin = max(cosines) - noise if cosines else None
+    ctx = RankContext(
+        q, background, index.weights,
+        semantic=query_vector is not None, lexical=mode != "vector", noise=noise,
+        answerable=answerable(q, best_margin, query_support(q, candidates, background.knows)),
+        filters=filters, floor=max(floor, 0.0),
+    )
+    score_chunks(candidates, ctx)
+    return rank_files(candidates, index.weights, ctx.floor)
+
+
+def search_files(index: SearchIndex, query: str, *, mode: str, top_k: int, threshold: float,
+                 filters: SearchFilters) -> list[SearchResult]:
+    """The ``top_k`` most relevant files scoring at least ``threshold`` (0..1)."""
+    limit = max(MIN_CANDIDATES, top_k * CANDIDATES_PER_RESULT)
+    floor = unsquash(threshold) if threshold > 0 else float("-inf")
+    results = []
+    for ranked in ranked_files(index, query, mode=mode, limit=limit, filters=filters,
+                               floor=floor):
+        if ranked.raw < floor or len(results) == top_k:
+            break
+        results.append(_result(ranked, floor, index.weights))
+    return results
+
+
+def search_chunks(index: SearchIndex, query: str, *, mode: str, limit: int, threshold: float,
+                  filters: SearchFilters) -> list[ChunkHit]:
+    """Chunks scoring at least ``threshold``, best first (the material for context packing);
+    a chunk's score is its own, not its file's."""
+    floor = unsquash(threshold) if threshold > 0 else float("-inf")
+    chunks = [c for f in ranked_files(index, query, mode=mode, limit=limit, filters=filters,
+                                      floor=floor)
+              for c in f.chunks if c.raw >= floor]
+    chunks.sort(key=lambda c: -c.raw)
+    return [_hit(c) for c in chunks[:limit]]
+
+
+def _result(ranked: RankedFile, floor: float, weights: RankingWeights) -> SearchResult:
+    ordered = order_ranges(ranked.chunks, weights)
+    best = ordered[0][0]
+    seen: set[int] = set()
+    ranges = []
+    for c, score in ordered:  # best first; the best always, the others when relevant
+        start = int(c.row["start_line"])
+        if start in seen or (ranges and score < floor):
+            continue
+        seen.add(start)
+        ranges.append(LineRange(start, int(c.row["end_line"]), round(squash(score), 6)))
+    return SearchResult(
+        path=ranked.path, start_line=ranges[0].start_line, end_line=ranges[0].end_line,
+        score=round(ranked.score, 6), kind=best.row["kind"], symbol=best.row["symbol"],
+        language=best.row["language"], ranges=ranges, snippet=snippet_of(best.row["text"]),
+    )
+
+
+def _hit(c: Candidate) -> ChunkHit:
+    row = c.row
+    return ChunkHit(path=row["path"], start_line=int(row["start_line"]),
+                    end_line=int(row["end_line"]), kind=row["kind"], symbol=row["symbol"],
+                    language=row["language"], text=row["text"], score=round(squash(c.raw), 6))

@@ -1,0 +1,285 @@
+"""The ranking layer: one place where retrieved chunks become ordered, scored files.
+
+Every rule is a named weight (a ``rank*`` setting in ``schemas/config.schema.json``), measured
+one by one on the code-retrieval benchmark (``bench/README.md``, ablation table):
+
+- **fusion by query type** — a chunk's base relevance is its semantic margin (cosine above the
+  query's background similarity, see ``calibration``) plus its lexical coverage (share of the
+  query's terms it contains, rarer terms weighing more) times ``rankLexicalWeight``, or
+  ``rankIdentifierLexicalWeight`` for identifier-like queries (``Depends``, ``field_validator``),
+  whose exact lexical hits must win even when the cosine is low;
+- **definition evidence** (``rankDefinitionBoost``) — the chunk defines a queried name (half
+  as much again when the file is named after it);
+- **path evidence** (``rankPathBoost``) — the file's name (and, half-weighted, its folder)
+  matches the query's words;
+- **role priors** (``rank*Prior``) — tests, docs, examples, legacy copies, generated code, data
+  files and re-export modules are multiplied down, unless the query or a filter asks for them;
+  a prior never takes a chunk that is relevant on its own evidence below the threshold (it
+  then ranks after the implementation, at the threshold), so a documentation question still
+  finds the documentation;
+- **file agreement** (``rankFileAgreement``) — a file is scored by its best chunk plus a share
+  of its other matching chunks, with diminishing returns (each next one counts 0.7 times the
+  one before), so a file that answers in several places ranks above a one-off mention.
+
+The score a result shows is the score it was ranked by, squashed to 0..1 by ``1 - e^-x``. It is
+calibrated — margins over background similarity, coverage of the query's own terms — so one
+threshold means "relevant" in every query and workspace: nonsense scores near 0.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from rag_lsp.config import Settings
+from rag_lsp.search.calibration import Background
+from rag_lsp.search.evidence import TermCoverage, defines_name, path_match, stem_is_name
+from rag_lsp.search.query import QueryAnalysis
+from rag_lsp.search.results import SearchFilters
+from rag_lsp.search.roles import ROLES, is_reexport_chunk, path_roles
+
+# Cosine margin over the background treated as noise: random strings reach about this much.
+SEMANTIC_FLOOR = 0.1
+SEMANTIC_WEIGHT = 1.5  # relative to the weights of the other kinds of evidence
+AGREEMENT_DECAY = 0.7  # each further chunk of a file counts this much of the one before
+FOLDER_SHARE = 0.5  # a folder-name match counts half a file-name match
+NAMED_FILE_SHARE = 1.5  # a definition in a file named after the symbol counts this much more
+# Is the query about this workspace at all? Two signs, measured on real and off-topic
+# questions (bench/nonsense.py): its best semantic margin, and the share of its terms that
+# occur in the workspace ("support"). Scores scale from nothing at ANSWERABLE_NONE to fully at
+# ANSWERABLE_FULL of ``margin + SUPPORT_WEIGHT * support``; identifier queries, which are
+# lexical lookups, by support alone (SUPPORT_NONE to SUPPORT_FULL).
+ANSWERABLE_NONE = 0.33
+ANSWERABLE_FULL = 0.43
+SUPPORT_WEIGHT = 0.2
+SUPPORT_NONE = 0.25
+SUPPORT_FULL = 0.75
+# Name and definition evidence for a natural-language query counts fully only when the chunk
+# itself is relevant to this degree (a lone word in a file name is weak evidence).
+PATH_CORROBORATION = 0.2
+
+# Setting → the value that switches the rule off (for ablations and for users who want to).
+RULE_SETTINGS = {
+    "rankLexicalWeight": 0.0,
+    "rankIdentifierLexicalWeight": 0.0,
+    "rankDefinitionBoost": 0.0,
+    "rankPathBoost": 0.0,
+    "rankFileAgreement": 0.0,
+    "rankTestPrior": 1.0,
+    "rankDocsPrior": 1.0,
+    "rankExamplePrior": 1.0,
+    "rankLegacyPrior": 1.0,
+    "rankGeneratedPrior": 1.0,
+    "rankDataPrior": 1.0,
+    "rankReexportPrior": 1.0,
+}
+
+
+@dataclass(frozen=True)
+class RankingWeights:
+    lexical: float = 0.35
+    identifier_lexical: float = 0.7
+    definition: float = 1.0
+    path: float = 0.6
+    file_agreement: float = 0.5
+    priors: dict[str, float] = field(default_factory=lambda: {
+        "test": 0.3, "docs": 0.4, "example": 0.3, "legacy": 0.3, "generated": 0.3,
+        "data": 0.5, "reexport": 0.5})
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> RankingWeights:
+        return cls(
+            settings.rank_lexical_weight, settings.rank_identifier_lexical_weight,
+            settings.rank_definition_boost, settings.rank_path_boost,
+            settings.rank_file_agreement,
+            {role: getattr(settings, f"rank_{role}_prior") for role in ROLES},
+        )
+
+
+@dataclass
+class Candidate:
+    """One retrieved chunk with what the retrievers knew about it."""
+
+    row: dict  # the chunk's stored columns
+    cosine: float | None = None  # None in lexical search without the model
+    relevance: float = 0.0  # evidence for the chunk, before role priors
+    raw: float = 0.0  # ranking score (after priors), before squashing
+
+    @property
+    def path(self) -> str:
+        return self.row["path"]
+
+
+@dataclass
+class RankedFile:
+    path: str
+    raw: float
+    chunks: list[Candidate]  # best first
+
+    @property
+    def score(self) -> float:
+        return squash(self.raw)
+
+
+def squash(raw: float) -> float:
+    return 1.0 - math.exp(-max(raw, 0.0))
+
+
+def unsquash(score: float) -> float:
+    """The raw score a 0..1 threshold corresponds to."""
+    return -math.log(max(1e-9, 1.0 - min(score, 0.999999)))
+
+
+@dataclass(frozen=True)
+class RankContext:
+    """Everything the rules need besides the candidates."""
+
+    query: QueryAnalysis
+    background: Background
+    weights: RankingWeights
+    semantic: bool  # vector evidence is used (vector and hybrid modes)
+    lexical: bool  # term evidence is used (lexical and hybrid modes)
+    noise: float = 0.0  # the query's background similarity
+    answerable: float = 1.0  # 0..1: how much the query is about this workspace at all
+    floor: float = 0.0  # the relevance threshold, as a raw score
+    filters: SearchFilters = SearchFilters()
+
+
+def _ramp(value: float, none: float, full: float) -> float:
+    return min(1.0, max(0.0, (value - none) / (full - none)))
+
+
+def answerable(q: QueryAnalysis, best_margin: float | None, support: float) -> float:
+    """How much a query is about the workspace (0..1), from its best cosine margin over the
+    background (``None`` without vectors) and the share of its terms the workspace has."""
+    if q.identifier_query or best_margin is None:
+        return _ramp(support, SUPPORT_NONE, SUPPORT_FULL)
+    return _ramp(best_margin + SUPPORT_WEIGHT * support, ANSWERABLE_NONE, ANSWERABLE_FULL)
+
+
+def _unlocked_roles(ctx: RankContext) -> set[str]:
+    """Roles the query or a filter asks for: their priors do not apply."""
+    filters = ctx.filters
+    unlocked = set(ctx.query.asks_for) | set(filters.wanted_roles)
+    globs = " ".join(filters.paths).lower()
+    for role, words in (("test", ("test", "spec")), ("docs", ("doc", ".md", "readme")),
+                        ("example", ("example", "sample", "demo")),
+                        ("legacy", ("legacy", "deprecated", "compat", "v1"))):
+        if any(w in globs for w in words):
+            unlocked.add(role)
+    if "section" in filters.kinds or {"markdown", "rst", "text"} & set(filters.languages):
+        unlocked.add("docs")
+    if {"json", "yaml", "toml", "ini", "xml"} & set(filters.languages):
+        unlocked.add("data")
+    return unlocked
+
+
+def prior(candidate: Candidate, weights: RankingWeights, unlocked: set[str]) -> float:
+    roles = set(path_roles(candidate.path))
+    if is_reexport_chunk(candidate.path, candidate.row.get("text", "")):
+        roles.add("reexport")
+    factor = 1.0
+    for role in roles - unlocked:
+        factor *= weights.priors.get(role, 1.0)
+    return factor
+
+
+def score_chunks(candidates: list[Candidate], ctx: RankContext) -> None:
+    """Set each candidate's ``raw`` score (see the module docstring)."""
+    q, w = ctx.query, ctx.weights
+    unlocked = _unlocked_roles(ctx)
+    lexical_weight = w.identifier_lexical if q.identifier_query else w.lexical
+    coverage = TermCoverage(q.terms, ctx.background)
+    path_cache: dict[str, float] = {}
+    for c in candidates:
+        base = 0.0
+        if ctx.semantic and c.cosine is not None:
+            base += SEMANTIC_WEIGHT * max(0.0, c.cosine - ctx.noise - SEMANTIC_FLOOR)
+        if ctx.lexical:
+            base += lexical_weight * coverage(c.row.get("terms", ""), c.path)
+        evidence = 0.0
+        if q.identifiers and w.definition and defines_name(c.row.get("defines", ""),
+                                                           q.identifiers):
+            evidence += w.definition * (NAMED_FILE_SHARE if stem_is_name(c.path, q.identifiers)
+                                        else 1.0)
+        if w.path and c.path not in path_cache:
+            in_name, in_folder = path_match(c.path, q.path_words)
+            path_cache[c.path] = w.path * (in_name + FOLDER_SHARE * in_folder)
+        evidence += path_cache.get(c.path, 0.0)
+        if PATH_CORROBORATION and not q.identifier_query:
+            evidence *= min(1.0, base / PATH_CORROBORATION)
+        c.relevance = (base + evidence) * ctx.answerable
+        c.raw = _respect_floor(c.relevance * prior(c, w, unlocked), c.relevance, ctx.floor)
+
+
+def _respect_floor(ranked: float, relevance: float, floor: float) -> float:
+    """A prior ranks a result after implementation, but never hides one that its own
+    evidence shows relevant: it stops at the relevance threshold (``floor``)."""
+    return max(ranked, min(relevance, floor))
+
+
+def _agreement(scores: list[float], weight: float) -> float:
+    """Best score plus a share of the others, each next one counting less."""
+    return scores[0] + weight * sum(s * AGREEMENT_DECAY ** k
+                                    for k, s in enumerate(scores[1:], start=1))
+
+
+def rank_files(candidates: list[Candidate], weights: RankingWeights,
+               floor: float = 0.0) -> list[RankedFile]:
+    """Files by best chunk plus agreement of their other chunks; chunks best first."""
+    by_file: dict[str, list[Candidate]] = defaultdict(list)
+    for c in candidates:
+        by_file[c.path].append(c)
+    files = []
+    for path, chunks in by_file.items():
+        chunks.sort(key=lambda c: c.raw, reverse=True)
+        ranked = _agreement([c.raw for c in chunks], weights.file_agreement)
+        relevance = _agreement(sorted((c.relevance for c in chunks), reverse=True),
+                               weights.file_agreement)
+        files.append(RankedFile(path, _respect_floor(ranked, relevance, floor), chunks))
+    files.sort(key=lambda f: (-f.raw, f.path))
+    return files
+
+
+# Chunk kinds whose pieces (one oversized definition or section split in parts) share a symbol.
+_PIECE_KINDS = frozenset({"function", "method", "class", "section"})
+
+
+def _sibling_groups(chunks: list[Candidate]) -> list[list[Candidate]]:
+    """Pieces of one definition or section (same kind and symbol), and runs of touching or
+    overlapping plain-text windows; every other chunk is a group of its own."""
+    groups: dict[tuple, list[Candidate]] = {}
+    windows = []
+    for c in chunks:
+        kind, symbol = c.row["kind"], c.row["symbol"]
+        if kind == "text":
+            windows.append(c)
+        elif kind in _PIECE_KINDS and symbol:
+            groups.setdefault((kind, symbol), []).append(c)
+        else:
+            groups[(id(c),)] = [c]
+    run: list[Candidate] = []
+    for c in sorted(windows, key=lambda c: c.row["start_line"]):
+        if run and c.row["start_line"] > max(r.row["end_line"] for r in run) + 1:
+            groups[(id(run[0]),)] = run
+            run = []
+        run.append(c)
+    if run:
+        groups[(id(run[0]),)] = run
+    return list(groups.values())
+
+
+def order_ranges(chunks: list[Candidate], weights: RankingWeights) -> list[tuple[Candidate, float]]:
+    """A file's chunks with the score that orders them, best first: a chunk's own score plus
+    the agreement of its siblings, so the first range shown is the best part of the
+    definition (or passage) that answers best, not a lone lucky piece."""
+    scored = []
+    for group in _sibling_groups(chunks):
+        raws = sorted((c.raw for c in group), reverse=True)
+        for c in group:
+            others = list(raws)
+            others.remove(c.raw)
+            scored.append((c, _agreement([c.raw, *others], weights.file_agreement)))
+    scored.sort(key=lambda pair: -pair[1])
+    return scored

@@ -1,0 +1,68 @@
+"""What part a file plays in a code base, read from its path (and, for re-export files, its
+text): tests, documentation, examples, legacy copies, generated or vendored code, data and
+configuration, re-export modules. A question about code is answered by implementation first;
+these roles rank lower unless the query or a filter asks for them (see ``ranking``).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+_TEST_FILE = re.compile(
+    r"(?:^|/)(?:test_[^/]*\.py|[^/]*_test\.(?:py|go|rb|c|cc|cpp|lua|dart|exs?)|conftest\.py"
+    r"|[^/]*\.(?:test|spec)\.[cm]?[jt]sx?|[^/]*_spec\.(?:rb|lua)"
+    r"|[^/]*Tests?\.(?:java|kt|cs|swift|php|scala)|[^/]*(?:Spec|Suite)\.(?:kt|swift|scala)"
+    r"|test_helpers?[^/]*\.\w+)$"
+)
+_TEST_DIR = re.compile(
+    r"(?:^|/)(?:tests?|__tests__|__mocks__|specs?|testing|test_suite|testdata|fixtures)/")
+_DOC_FILE = re.compile(r"\.(?:md|markdown|mdx|rst|adoc|txt)$", re.IGNORECASE)
+_CHANGELOG = re.compile(r"(?:^|/)(?:CHANGELOG|CHANGES|HISTORY|NEWS|RELEASES?)[^/]*$",
+                        re.IGNORECASE)
+_EXAMPLE_DIR = re.compile(r"(?:^|/)(?:_?examples?|samples?|demos?|docs?_src|tutorials?)/")
+_LEGACY_DIR = re.compile(r"(?:^|/)(?:_?compat|legacy|deprecated|v1)/")
+_GENERATED = re.compile(
+    r"(?:^|/)(?:vendor|vendored|third_party|thirdparty|generated|gen|__generated__)/"
+    r"|(?:_pb2(?:_grpc)?\.pyi?|\.pb\.go|\.g\.dart|\.min\.[cm]?js|\.generated\.\w+|\.d\.ts)$")
+_DATA_FILE = re.compile(
+    r"\.(?:json|ya?ml|toml|ini|cfg|xml|csv|lock|snap|svg)$|(?:^|/)\.[^/]+$", re.IGNORECASE)
+# Files that usually only gather and re-export names from elsewhere.
+REEXPORT_NAMES = frozenset({"__init__.py", "index.ts", "index.js", "index.mjs", "index.tsx",
+                            "mod.rs", "lib.rs", "package-info.java"})
+_REEXPORT_LINE = re.compile(
+    r"^\s*(?:from\s+\S+\s+import\b|import\b|export\s+(?:\*|\{|type\s+\{|default\s+\w+;?$)"
+    r"|pub\s+(?:use|mod)\b|mod\s+\w+;|use\s|__all__|[\"'][\w.]+[\"'],?$|\)|\]|\}|#|//|/\*|\*)")
+
+ROLES = ("test", "docs", "example", "legacy", "generated", "data", "reexport")
+
+
+@functools.lru_cache(maxsize=16384)
+def path_roles(path: str) -> frozenset[str]:
+    """Roles of a workspace-relative POSIX path (several may apply, none for plain code)."""
+    roles = set()
+    if _TEST_FILE.search(path) or _TEST_DIR.search(path):
+        roles.add("test")
+    if _DOC_FILE.search(path) or _CHANGELOG.search(path):
+        roles.add("docs")
+    if _EXAMPLE_DIR.search(path):
+        roles.add("example")
+    if _LEGACY_DIR.search(path):
+        roles.add("legacy")
+    if _GENERATED.search(path):
+        roles.add("generated")
+    if _DATA_FILE.search(path):
+        roles.add("data")
+    return frozenset(roles)
+
+
+def is_reexport_chunk(path: str, text: str) -> bool:
+    """A chunk of ``__init__.py``/``index.ts``/``mod.rs``… made (almost) only of imports and
+    re-exports. Judged by content: many ``mod.rs`` and ``index.ts`` files hold real code."""
+    if path.rsplit("/", 1)[-1] not in REEXPORT_NAMES:
+        return False
+    lines = [line for line in text.split("\n") if line.strip()]
+    if not lines:
+        return False
+    plain = sum(1 for line in lines if _REEXPORT_LINE.match(line))
+    return plain >= 0.8 * len(lines)

@@ -1,0 +1,74 @@
+"""Words as search compares them: identifiers split into parts, stems, stop words.
+
+Shared by indexing (what the full-text index sees) and search (how a query's words are matched
+against chunks and paths), so both sides always cut words the same way.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+import snowballstemmer
+
+_HUMPS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+# Numbers of two or more digits count as words too (status codes, ports, "module 199").
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*|[0-9]{2,}")
+# English function words and question words: they say nothing about which code is meant.
+STOP_WORDS = frozenset(
+    "a an and are as at be by can do does for from has have how i if in into is it its me my "
+    "not of on or should that the their there these this those to use used uses using via was "
+    "we what when where which who why will with would you your".split()
+)
+# Snowball English, the stemmer LanceDB's full-text index uses too, so ranking and the index
+# agree on which words match (``register``/``registered``/``registering`` → ``regist``).
+_STEMMER = snowballstemmer.stemmer("english")
+
+
+def split_identifier(name: str) -> list[str]:
+    """``parseHTTPResponse_v2`` → ``["parse", "HTTP", "Response", "v", "2"]``."""
+    parts: list[str] = []
+    for piece in re.split(r"[_\-$]", name):
+        parts.extend(_HUMPS.findall(piece))
+    return parts
+
+
+@functools.lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """The Snowball English stem of ``word``, lower-cased (``dependencies`` → ``depend``)."""
+    return _STEMMER.stemWord(word.lower())
+
+
+def words(text: str) -> list[str]:
+    """Alphanumeric words of ``text`` in order (identifiers whole, ``foo_bar`` → two)."""
+    return _WORD.findall(text)
+
+
+def text_terms(text: str) -> set[str]:
+    """Stemmed, lower-case terms of ``text``: every word and every part of a compound one."""
+    terms: set[str] = set()
+    for word in words(text):
+        terms.add(stem(word))
+        parts = split_identifier(word)
+        if len(parts) > 1:
+            terms.update(stem(p) for p in parts)
+    return terms
+
+
+def query_terms(text: str) -> list[str]:
+    """The content terms of a query, stemmed, in order, without stop words or repeats."""
+    out: list[str] = []
+    for word in words(text):
+        parts = split_identifier(word)
+        for piece in [word, *parts] if len(parts) > 1 else [word]:
+            lowered = piece.lower()
+            if len(lowered) > 1 and lowered not in STOP_WORDS:
+                out.append(stem(lowered))
+    return list(dict.fromkeys(out))
+
+
+@functools.lru_cache(maxsize=16384)
+def path_terms(path: str) -> frozenset[str]:
+    """The terms of a file path's folder and file names (``web_urldispatcher.py`` →
+    web, urldispatch, py…)."""
+    return frozenset(text_terms(re.sub(r"[/._\-]+", " ", path)))

@@ -1,0 +1,208 @@
+"""The ranking layer's parts on their own: query reading, file roles, path and definition
+evidence, term coverage, calibration and file aggregation (no model, no index)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rag_lsp.chunking.definitions import defined_names
+from rag_lsp.search.calibration import build_background
+from rag_lsp.search.evidence import TermCoverage, defines_name, path_match, stem_is_name
+from rag_lsp.search.query import analyze
+from rag_lsp.search.ranking import (
+    Candidate,
+    RankContext,
+    RankingWeights,
+    answerable,
+    rank_files,
+    score_chunks,
+    squash,
+    unsquash,
+)
+from rag_lsp.search.roles import is_reexport_chunk, path_roles
+from rag_lsp.terms import query_terms, split_identifier, stem, text_terms
+
+
+def test_identifiers_split_and_words_stem_alike():
+    assert split_identifier("parseHTTPResponse_v2") == ["parse", "HTTP", "Response", "v", "2"]
+    assert stem("register") == stem("registered") == stem("registering") == stem("registers")
+    assert stem("dependencies") == stem("dependency")
+    assert "redirect" in text_terms("def follow_redirects(response):")
+    assert query_terms("Where are the redirects followed?") == ["redirect", "follow"]
+
+
+@pytest.mark.parametrize(("query", "identifier_query", "identifiers"), [
+    ("Depends", True, ("Depends",)),
+    ("field_validator", True, ("field_validator",)),
+    ("application", True, ("application",)),
+    ("Router.handle", True, ("handle", "Router.handle")),
+    ("serde::Serialize", True, ("Serialize", "serde::Serialize")),
+    ("where are redirects followed?", False, ()),
+    ("how does ClientSession reuse connections", False, ("ClientSession",)),
+])
+def test_query_type(query, identifier_query, identifiers):
+    q = analyze(query)
+    assert q.identifier_query is identifier_query
+    assert q.identifiers == identifiers
+
+
+def test_full_text_query_gets_identifier_parts():
+    assert analyze("VitestProject").fulltext == "VitestProject vitest project"
+    assert analyze("where are redirects followed?").fulltext == "where are redirects followed?"
+
+
+@pytest.mark.parametrize(("query", "asks"), [
+    ("where are the tests for the parser", {"test"}),
+    ("test runner worker pool", set()),  # a testing framework's own code
+    ("documentation generation for man pages", set()),
+    ("what does the README say about installing", {"docs"}),
+    ("examples of middleware", {"example"}),
+])
+def test_queries_that_ask_for_a_role(query, asks):
+    assert analyze(query).asks_for == asks
+
+
+@pytest.mark.parametrize(("path", "roles"), [
+    ("src/client.py", set()),
+    ("tests/test_client.py", {"test"}),
+    ("pkg/router_test.go", {"test"}),
+    ("src/app.spec.ts", {"test"}),
+    ("docs/guide.md", {"docs"}),
+    ("doc/md_docs.go", set()),  # code that generates docs is code
+    ("CHANGELOG.rst", {"docs"}),
+    ("examples/basic/main.py", {"example"}),
+    ("docs_src/tutorial001.py", {"example"}),
+    ("pydantic/v1/main.py", {"legacy"}),
+    ("pydantic/deprecated/json.py", {"legacy"}),
+    ("api/service_pb2.py", {"generated"}),
+    ("types/index.d.ts", {"generated"}),
+    ("vendor/github.com/x/y.go", {"generated"}),
+    ("models/reference/vectors.json", {"data"}),
+    (".github/labeler.yml", {"data"}),
+])
+def test_path_roles(path, roles):
+    assert path_roles(path) == roles
+
+
+def test_reexport_modules_are_judged_by_content():
+    assert is_reexport_chunk("pkg/__init__.py", "from .a import A\nfrom .b import B\n\n"
+                             "__all__ = [\n    'A',\n    'B',\n]")
+    assert is_reexport_chunk("src/index.ts",
+                             "export * from './router'\nexport { App } from './app'")
+    assert is_reexport_chunk("src/mod.rs", "mod path;\npub use self::path::Path;")
+    assert not is_reexport_chunk("src/mod.rs", "pub struct Router {\n    routes: Vec<Route>,\n}")
+    assert not is_reexport_chunk("src/client.py", "from .a import A")
+
+
+@pytest.mark.parametrize(("text", "language", "names"), [
+    ("export class Vitest {\n  constructor() {}\n}", "typescript", ["Vitest"]),
+    ("func (engine *Engine) Use(middleware ...HandlerFunc) {", "go", ["Use"]),
+    ("type Engine struct {", "go", ["Engine"]),
+    ("pub trait Serialize {\n    fn serialize(&self);\n}", "rust", ["Serialize", "serialize"]),
+    ("impl<'de> Deserialize<'de> for Value {", "rust", []),  # an impl is not a definition
+    ("app.listen = function listen() {", "javascript", ["listen"]),
+    ("export const router = createRouter()", "typescript", ["router"]),
+    ("import type { Vitest } from './core'", "typescript", []),
+    ("class Foo:\n    def bar(self): ...", "python", ["Foo", "bar"]),
+    ("# class Foo", "markdown", []),
+])
+def test_defined_names(text, language, names):
+    assert defined_names(text, language) == names
+
+
+def test_definition_evidence_keeps_case_unless_the_query_is_lower_case():
+    assert defines_name("Vitest createVitest", ["Vitest"])
+    assert not defines_name("vitest", ["Vitest"])  # a const named vitest is not class Vitest
+    assert defines_name("Application", ["application"])
+    assert stem_is_name("lib/routing.py", ["Routing"])
+    assert stem_is_name("src/state_manager.ts", ["StateManager"])
+
+
+def test_path_match_prefers_names_the_query_explains():
+    words = analyze("shell completion request handling").path_words
+    plain, _ = path_match("completions.go", words)
+    bash, _ = path_match("bash_completions.go", words)
+    assert plain > bash > 0
+    assert path_match("web_urldispatcher.py", analyze("URL dispatching").path_words)[0] > 0
+    assert path_match("utils.js", analyze("utility functions").path_words)[0] > 0
+    assert path_match("client.py", analyze("banana bread").path_words) == (0.0, 0.0)
+    assert path_match("extract/state.rs", analyze("extractors").path_words)[1] > 0
+
+
+def test_coverage_weights_rare_terms_more():
+    background = build_background([{"terms": "get valu"}, {"terms": "get redirect"},
+                                   {"terms": "get"}, {"terms": "valu"}])
+    coverage = TermCoverage(tuple(query_terms("get redirect")), background)
+    assert coverage("redirect") > 0.5
+    assert coverage("get") < 0.5
+    assert coverage("") == 0.0
+    assert coverage("get", "src/redirect.py") == 1.0  # the file's path counts too
+
+
+def test_background_similarity_is_the_mean_cosine():
+    vectors = [np.array([1.0, 0.0], np.float32), np.array([0.0, 1.0], np.float32)]
+    background = build_background([{"terms": "", "vector": v} for v in vectors])
+    assert background.similarity(np.array([1.0, 0.0], np.float32)) == pytest.approx(0.5)
+
+
+def _candidate(path, cosine, text="x", defines="", terms=""):
+    return Candidate({"path": path, "text": text, "defines": defines, "terms": terms},
+                     cosine)
+
+
+def _context(query, **kwargs):
+    return RankContext(analyze(query), build_background([]), RankingWeights(),
+                       semantic=True, lexical=True, **kwargs)
+
+
+def test_a_definition_outranks_a_closer_mention():
+    chunks = [_candidate("app/use.py", 0.6, terms="router"),
+              _candidate("app/routing.py", 0.35, defines="Router", terms="router")]
+    score_chunks(chunks, _context("Router"))
+    assert chunks[1].raw > chunks[0].raw
+
+
+def test_a_test_file_ranks_below_its_implementation():
+    chunks = [_candidate("tests/test_client.py", 0.62), _candidate("src/client.py", 0.55)]
+    score_chunks(chunks, _context("send a request"))
+    assert [f.path for f in rank_files(chunks, RankingWeights())][0] == "src/client.py"
+    chunks = [_candidate("tests/test_client.py", 0.62), _candidate("src/client.py", 0.55)]
+    score_chunks(chunks, _context("tests for sending a request"))  # asked for: no prior
+    assert [f.path for f in rank_files(chunks, RankingWeights())][0] == "tests/test_client.py"
+
+
+def test_semantic_noise_scores_zero():
+    near_background = [_candidate("src/a.py", 0.30)]
+    score_chunks(near_background, _context("where is the cache", noise=0.2))
+    unknown_words = [_candidate("src/a.py", 0.45)]
+    score_chunks(unknown_words, _context("xqzv plomk", noise=0.1, answerable=0.0))
+    assert near_background[0].raw == unknown_words[0].raw == 0.0
+
+
+def test_file_agreement_has_diminishing_returns():
+    one = [_candidate("a.py", 0.7)]
+    many = [_candidate("b.py", 0.6) for _ in range(20)]
+    for chunks in (one, many):
+        score_chunks(chunks, _context("something"))
+    files = {f.path: f for f in rank_files(one + many, RankingWeights())}
+    assert files["b.py"].raw > files["a.py"].raw  # agreeing chunks lift a file …
+    single = many[0].raw
+    assert files["b.py"].raw < single * (1 + 0.5 * 0.7 / (1 - 0.7)) + 1e-9  # … boundedly
+    assert files["b.py"].chunks[0].raw >= files["b.py"].chunks[-1].raw
+
+
+def test_scores_squash_to_zero_one_and_back():
+    assert squash(0.0) == 0.0 and 0.6 < squash(1.0) < 0.7 and squash(50) <= 1.0
+    assert unsquash(squash(0.8)) == pytest.approx(0.8)
+
+
+def test_a_query_about_something_else_is_not_answerable():
+    # best cosine margin over the background, and the share of terms the workspace has
+    assert answerable(analyze("how are rainbows formed"), 0.18, 0.5) == 0.0
+    assert answerable(analyze("how are routes registered"), 0.35, 1.0) == 1.0
+    assert 0.0 < answerable(analyze("how are routes registered"), 0.2, 1.0) < 1.0
+    # identifier lookups are lexical: a name the workspace has is answerable at any margin
+    assert answerable(analyze("Depends"), 0.0, 1.0) == 1.0
+    assert answerable(analyze("Xyzzyplugh"), 0.3, 0.0) == 0.0
+    assert answerable(analyze("where is the cache"), None, 1.0) == 1.0  # lexical mode
