@@ -22,9 +22,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from rag_lsp import SearchFilters, Workspace
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from codebench.engine import parse_overrides  # noqa: E402
+
+from rag_lsp import Workspace  # noqa: E402
 from rag_lsp.config import Settings
-from rag_lsp.search.hybrid import search_chunks
+from rag_lsp.search.ranking import RULE_SETTINGS
 from rag_lsp.store.lance_store import ChunkStore, FileRecord
 
 REPO = Path(__file__).resolve().parents[1]
@@ -86,7 +90,7 @@ def item_protocol_ndcg(ws: Workspace, corpus: list[dict], queries: dict, qrels: 
                        store_dir: Path) -> float:
     """MTEB's protocol through the engine's own store and search: one item per document
     (title + " " + text, which the model cuts at 256 word-pieces), written to a real LanceDB
-    :class:`ChunkStore` and ranked by :func:`search_chunks` in vector mode. It checks the
+    :class:`ChunkStore` and ranked by its vector search (cosine, no ranking rules). It checks the
     model, pooling, store and vector search against the published figure, without the
     chunking that the workspace run adds."""
     texts = [f"{d.get('title', '')} {d.get('text', '')}" for d in corpus]
@@ -96,16 +100,16 @@ def item_protocol_ndcg(ws: Workspace, corpus: list[dict], queries: dict, qrels: 
     rows = [
         {"id": d["_id"], "path": f"docs/{d['_id']}.txt", "start_line": 1, "end_line": 1,
          "language": "text", "kind": "text", "symbol": "", "text": text,
-         "search_text": text, "content_hash": d["_id"], "vector": vec}
+         "search_text": text, "defines": "", "terms": "", "content_hash": d["_id"],
+         "vector": vec}
         for d, text, vec in zip(corpus, texts, vectors, strict=True)
     ]
     records = [FileRecord(r["path"], 0, 0, "", 1) for r in rows]
     store.replace_files(records, rows)
     total = 0.0
     for qid in sorted(qrels):
-        hits = search_chunks(store, queries[qid], mode="vector", top_k=10, threshold=0.0,
-                             filters=SearchFilters(), embed_query=ws.embedder.embed_query)
-        total += ndcg_at_k([doc_id(h.path) for h in hits], qrels[qid])
+        hits = store.vector_search(ws.embedder.embed_query(queries[qid]), 10)
+        total += ndcg_at_k([doc_id(h["path"]) for h in hits], qrels[qid])
     return total / len(qrels)
 
 
@@ -119,6 +123,10 @@ def main() -> int:
     parser.add_argument("--no-recall", action="store_true", help="skip the Recall@100 pass")
     parser.add_argument("--direct", action="store_true",
                         help="also score MTEB's protocol: one item per document, no chunking")
+    parser.add_argument("--set", action="append", default=[], metavar="SETTING=VALUE",
+                        help="search settings to override, e.g. rankFileAgreement=0")
+    parser.add_argument("--ablate", action="store_true",
+                        help="also score hybrid search with each ranking rule switched off")
     parser.add_argument("--out", type=Path, default=RESULTS / "scifact.json")
     args = parser.parse_args()
 
@@ -130,7 +138,9 @@ def main() -> int:
     tmp = None if args.workdir else tempfile.TemporaryDirectory(prefix="scifact-")
     workdir = args.workdir or Path(tmp.name)
     root, index_dir = workdir / "ws", workdir / "index"
-    settings = Settings.from_dict({"indexPath": str(index_dir), "threshold": 0.0, "topK": 10})
+    overrides = parse_overrides(args.set)
+    settings = Settings.from_dict({"indexPath": str(index_dir), "threshold": 0.0, "topK": 10,
+                                   **overrides})
 
     reused = args.reuse and (index_dir / "manifest.json").exists()
     if not reused:
@@ -170,6 +180,15 @@ def main() -> int:
             "recall@100": round(sum(recall) / len(recall), 4) if recall else None,
             "seconds": round(time.perf_counter() - started, 1),
         }
+    ablations: dict[str, float] = {}
+    if args.ablate:  # the same index searched with one rule off at a time (hybrid, nDCG@10)
+        for rule, off in RULE_SETTINGS.items():
+            variant = Workspace(ws.root, Settings.from_dict({**settings.to_dict(), rule: off}),
+                                ws.embedder)
+            scores = [ndcg_at_k([doc_id(h.path) for h in variant.search(
+                queries[qid], top_k=10, threshold=0.0, mode="hybrid").results], qrels[qid])
+                for qid in sorted(qrels)]
+            ablations[rule] = round(sum(scores) / len(scores), 4)
     direct = (round(item_protocol_ndcg(ws, corpus, queries, qrels, workdir / "items"), 4)
               if args.direct else None)
 
@@ -186,12 +205,14 @@ def main() -> int:
     if direct is not None:
         print(f"{'items':<8} {direct:>8.4f} {'-':>7} {0.6451:>10.4f}  "
               "vector, one item per doc (MTEB protocol)")
+    for rule, ndcg in ablations.items():
+        print(f"hybrid with {rule}={RULE_SETTINGS[rule]}: nDCG@10 {ndcg:.4f}")
 
     args.out.parent.mkdir(parents=True, exist_ok=True)
     result = {
         "benchmark": "scifact", "date": time.strftime("%Y-%m-%d %H:%M"),
         "queries": len(qrels), "docs": len(corpus), "index": index_info, "metrics": metrics,
-        "direct_one_vector_ndcg@10": direct,
+        "direct_one_vector_ndcg@10": direct, "settings": overrides, "ablations": ablations,
         "reference": {k: v[1] for k, v in REFERENCE.items()}, "command": " ".join(sys.argv),
     }
     args.out.write_text(json.dumps(result, indent=2), encoding="utf-8")

@@ -1,0 +1,1 @@
+"""Shared parts of the code-retrieval benchmarks (data, scoring, running the engine)."""

@@ -1,0 +1,162 @@
+"""Running rag-lsp itself on benchmark trees: one index per repository, kept in the cache,
+searched through the public ``Workspace`` API with default settings unless told otherwise."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from codebench.data import (
+    DEFAULT_CACHE,
+    DEFAULT_DATA,
+    DEFAULT_MIRRORS,
+    REPO,
+    load_repo_specs,
+    source_tree,
+)
+from codebench.scoring import RankedFile
+from rag_lsp import Workspace
+from rag_lsp.config import Settings, validate_settings
+from rag_lsp.search.ranking import RULE_SETTINGS
+from rag_lsp.workspace import load_embedder
+
+PROJECT = "rag-lsp"  # this repository, as one more workspace
+# Left out of this project's index: bench/ holds the off-topic question lists and tests/ the
+# ranking tests' nonsense queries, so in a workspace that contains them those very words are
+# on-topic; the off-topic figure would measure our own fixtures.
+PROJECT_EXCLUDE = ["bench/", "tests/"]
+_EMBEDDER = None
+
+
+def add_common_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA,
+                        help="benchmark data folder (annotations/, repos.json, published/)")
+    parser.add_argument("--mirrors", type=Path, default=DEFAULT_MIRRORS,
+                        help="folder of bare git mirrors (owner+name/repo or name.git)")
+    parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE,
+                        help="where extracted trees and indexes are kept (git-ignored)")
+    parser.add_argument("--threshold", type=float, help="override the threshold setting")
+    parser.add_argument("--set", action="append", default=[], metavar="SETTING=VALUE",
+                        help="search settings to override, e.g. rankTestPrior=1")
+    parser.add_argument("--ablate", action="store_true",
+                        help="also run with each ranking rule switched off, one at a time")
+    parser.add_argument("--index-variant", default="default",
+                        help="name of the index folder (to keep indexes built differently)")
+    parser.add_argument("--index-set", action="append", default=[], metavar="SETTING=VALUE",
+                        help="index settings for this variant, e.g. chunkHeaders=false "
+                             "(use with --index-variant)")
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+
+
+def shared_embedder():
+    """One model for every workspace of the run."""
+    global _EMBEDDER
+    if _EMBEDDER is None:
+        _EMBEDDER, error = load_embedder(Settings())
+        if _EMBEDDER is None:
+            raise SystemExit(f"the embedding model is needed: {error}")
+    return _EMBEDDER
+
+
+def parse_overrides(pairs: list[str]) -> dict:
+    """``["rankDefinitionBoost=0", "threshold=0.1"]`` → validated camelCase settings."""
+    raw = {}
+    for pair in pairs:
+        key, _, value = pair.partition("=")
+        try:
+            raw[key] = json.loads(value)
+        except ValueError:
+            raw[key] = value
+    _settings, problems = validate_settings(raw, source="--set")
+    if problems:
+        raise SystemExit("\n".join(problems))
+    return raw
+
+
+def variants(args: argparse.Namespace) -> dict[str, dict]:
+    """Label → settings overrides: the run as asked, then each rule off if ``--ablate``."""
+    base = parse_overrides(args.set)
+    runs = {"default": base}
+    if args.ablate:
+        runs.update({f"-{rule}": {**base, rule: off} for rule, off in RULE_SETTINGS.items()})
+    return runs
+
+
+def open_workspace(tree: Path, index_dir: Path, overrides: dict | None = None) -> Workspace:
+    settings, problems = validate_settings({"indexPath": str(index_dir), **(overrides or {})},
+                                           source="benchmark")
+    if problems:
+        raise SystemExit("\n".join(problems))
+    return Workspace.open(tree, settings, embedder=shared_embedder())
+
+
+def benchmark_workspace(repo: str, args: argparse.Namespace) -> Workspace:
+    """The indexed workspace of a benchmark repository (or of this project: ``rag-lsp``),
+    built or brought up to date on first use."""
+    overrides = parse_overrides(getattr(args, "index_set", []))
+    if repo == PROJECT:
+        tree = REPO
+        overrides = {**overrides, "exclude": [*overrides.get("exclude", []), *PROJECT_EXCLUDE]}
+    else:
+        spec = load_repo_specs(args.data)[repo]
+        tree = source_tree(spec, args.mirrors, args.cache)
+    ws = open_workspace(tree, args.cache / "index" / args.index_variant / repo, overrides)
+    info = ensure_index(ws, repo)
+    if info["embedded"]:
+        print(f"{repo}: {info['chunks']} chunks (indexed in {info['seconds']} s, "
+              f"{info['embedded']} embedded)", file=sys.stderr)
+    return ws
+
+
+def with_settings(ws: Workspace, overrides: dict) -> Workspace:
+    """The same index searched with other (search-time) settings."""
+    if not overrides:
+        return ws
+    merged = Settings.from_dict({**ws.settings.to_dict(), **overrides})
+    return Workspace(ws.root, merged, ws.embedder, ws.model_error, ws.priority)
+
+
+def ensure_index(ws: Workspace, label: str) -> dict:
+    started = time.perf_counter()
+    report = ws.index(progress=_progress(label))
+    sys.stderr.write("\r" + " " * 70 + "\r")
+    return {"seconds": round(time.perf_counter() - started, 1),
+            "chunks": report.chunks_total, "embedded": report.chunks_embedded}
+
+
+def _progress(label: str):
+    def show(p) -> None:
+        if p.phase == "index" and p.files_total:
+            sys.stderr.write(f"\r  indexing {label}: {p.files_done}/{p.files_total} files, "
+                             f"{p.chunks_embedded} chunks embedded   ")
+            sys.stderr.flush()
+    return show
+
+
+def indexed_paths(ws: Workspace) -> list[str]:
+    return list(ws._open_store().file_records())
+
+
+def search_files(ws: Workspace, query: str, *, mode: str = "hybrid", top_k: int = 10,
+                 threshold: float | None = None) -> tuple[list[RankedFile], float]:
+    started = time.perf_counter()
+    response = ws.search(query, top_k=top_k, mode=mode, threshold=threshold)
+    ms = (time.perf_counter() - started) * 1000
+    return [RankedFile(r.path, tuple((x.start_line, x.end_line) for x in r.ranges))
+            for r in response.results], ms
+
+
+def write_results(name: str, payload: dict, *, print_json: bool = False) -> Path:
+    """Keep ``payload`` in ``bench/results/<name>.json`` (git-ignored), print it too when
+    ``print_json``, and say where it went on stderr."""
+    out = REPO / "bench" / "results" / f"{name}.json"
+    out.parent.mkdir(exist_ok=True)
+    text = json.dumps(payload, indent=2)
+    out.write_text(text + "\n", encoding="utf-8")
+    if print_json:
+        print(text)
+    print(f"wrote {out}", file=sys.stderr)
+    return out
