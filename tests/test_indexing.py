@@ -308,3 +308,12 @@ def test_searches_keep_working_through_full_rebuilds(workspace):
         stop.set()
         searcher.join()
     assert errors == [] and answered
+
+
+def test_the_index_folder_is_private_to_its_owner(sample_root, embedder):
+    index_dir = Settings().index_dir(sample_root)
+    index_dir.mkdir(mode=0o755)  # left open by an older version
+    os.chmod(index_dir, 0o755)
+    Workspace.open(sample_root, Settings(), embedder=embedder).index()
+    assert index_dir.stat().st_mode & 0o777 == 0o700
+    assert (index_dir / MANIFEST_NAME).stat().st_mode & 0o777 == 0o600
