@@ -44,4 +44,9 @@ def describe_rule(error: Any) -> str:
         return "must not repeat items"
     if kind == "minLength" and arg == 1:
         return "must not be empty"
+    # Never jsonschema's own wording for sizes: it quotes the whole (possibly huge) value.
+    if kind == "maxLength":
+        return f"must be at most {arg:,} characters (got {len(error.instance):,})"
+    if kind == "maxItems":
+        return f"must have at most {arg:,} items (got {len(error.instance):,})"
     return error.message

@@ -245,7 +245,8 @@ class Workspace:
             self.root,
             self.settings,
             store,
-            lambda texts: embedder.embed(texts, before_batch=self.priority.wait_turn),
+            lambda texts, checkpoint: embedder.embed(
+                texts, before_batch=lambda: (checkpoint(), self.priority.wait_turn())),
             self._counter,
             self.index_dir,
             rechunk=rechunk,

@@ -152,6 +152,17 @@ def test_paths_with_quotes_are_indexed_updated_and_removed(workspace, sample_roo
     assert "src/it's \"odd\".py" not in paths_in_index(workspace)
 
 
+def test_a_file_name_that_is_not_utf8_is_skipped_not_fatal(workspace, sample_root):
+    bad = os.path.join(os.fsencode(sample_root / "src"), b"r\xe9sum\xe9.py")
+    with open(bad, "w") as f:
+        f.write("def undecodable_name_function():\n    return 1\n")
+    report = workspace.index()
+    assert report.files_skipped.get("undecodable-name") == 1
+    assert workspace.update([os.fsdecode(bad)]).files_skipped.get("undecodable-name") == 1
+    assert workspace.index().files_skipped.get("undecodable-name") == 1  # every run, no error
+    assert workspace.search("follow redirects").results  # the rest is indexed and served
+
+
 def test_binary_and_oversized_files_are_skipped_and_reported(sample_root, embedder):
     (sample_root / "blob.txt").write_bytes(b"\x00\x01\x02" * 100)
     (sample_root / "huge.txt").write_text("word " * 5000, encoding="utf-8")
@@ -297,3 +308,12 @@ def test_searches_keep_working_through_full_rebuilds(workspace):
         stop.set()
         searcher.join()
     assert errors == [] and answered
+
+
+def test_the_index_folder_is_private_to_its_owner(sample_root, embedder):
+    index_dir = Settings().index_dir(sample_root)
+    index_dir.mkdir(mode=0o755)  # left open by an older version
+    os.chmod(index_dir, 0o755)
+    Workspace.open(sample_root, Settings(), embedder=embedder).index()
+    assert index_dir.stat().st_mode & 0o777 == 0o700
+    assert (index_dir / MANIFEST_NAME).stat().st_mode & 0o777 == 0o600

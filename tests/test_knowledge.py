@@ -375,3 +375,10 @@ def test_parse_time(text, expected):
 def test_parse_time_says_what_it_expects(text):
     with pytest.raises(RagLspError, match="ISO 8601"):
         parse_time(text)
+
+
+def test_a_new_knowledge_base_folder_is_private(tmp_path, embedder):
+    index_dir = tmp_path / "kb-index"
+    kb = KnowledgeBase(index_dir, tmp_path, embedder.embed, embedder.dimension)
+    kb.add("debugger", "Retries hide a flaky connection.")
+    assert index_dir.stat().st_mode & 0o777 == 0o700

@@ -145,6 +145,21 @@ def test_symlinks(tmp_path):
     assert report.skipped["broken-symlink"] == ["broken.py"]
 
 
+def test_names_that_are_not_utf8_are_skipped_and_reported(tmp_path):
+    make(tmp_path, {"good.py": "x = 1"})
+    bad_file = os.path.join(os.fsencode(tmp_path), b"bad\xff.py")
+    bad_dir = os.path.join(os.fsencode(tmp_path), b"pkg\xfe")
+    os.mkdir(bad_dir)
+    for path in (bad_file, os.path.join(bad_dir, b"inner.py")):
+        with open(path, "w") as f:
+            f.write("y = 2\n")
+    report = scan_workspace(tmp_path, Settings())
+    assert [f.path for f in report.files] == ["good.py"]
+    assert sorted(report.skipped["undecodable-name"]) == ["bad\ufffd.py", "pkg\ufffd"]
+    rules = WorkspaceFilter(tmp_path, Settings())
+    assert check_path(rules, os.fsdecode(bad_file).rsplit("/", 1)[1]) == "undecodable-name"
+
+
 def test_read_text_binary_utf8_crlf(tmp_path):
     make(tmp_path, {
         "bin.py": b"abc\x00def",

@@ -248,3 +248,75 @@ async def test_bad_ranges_get_32602(ctx, context_repo):
             "mode": "debugger", "content": "x",
             "anchors": [{"uri": lru, "range": lsp_lines(400, 410)}]})
     assert anchor.value.code == -32602 and "lru.py" in anchor.value.message
+
+
+@pytest.fixture(scope="session")
+def outside_file(tmp_path_factory, context_repo):
+    """A secret beside the workspace, and a symlink to it inside the workspace."""
+    secret = tmp_path_factory.mktemp("elsewhere") / "secret.txt"
+    secret.write_text("hunter2 is the root password\n")
+    link = context_repo / "src" / "linked_secret.txt"
+    if not link.exists():
+        link.symlink_to(secret)
+    return secret
+
+
+def _escapes(root, secret) -> list[str]:
+    rel = "/".join([".."] * len(root.parts)) + secret.as_posix()
+    return [
+        secret.as_uri(),  # plainly elsewhere
+        root.as_uri() + "/" + rel,  # <root>/../../…
+        root.as_uri() + "/" + rel.replace("..", "%2e%2e"),  # the same, percent-encoded
+        (root / "src" / "linked_secret.txt").as_uri(),  # a symlink inside the workspace
+    ]
+
+
+@pytest.mark.parametrize("which", range(4))
+async def test_manual_context_outside_the_workspace_is_refused(ctx, context_repo, outside_file,
+                                                               which):
+    target = _escapes(context_repo, outside_file)[which]
+    with pytest.raises(JsonRpcException) as error:
+        await ctx.protocol.send_request_async(RAG_INJECT_CONTEXT, {
+            "mode": "security", "query": "password", "tokenBudget": 2000,
+            "manualContext": [target]})
+    assert error.value.code == -32602
+    assert "manualContext[0]" in error.value.message
+    assert "outside the workspace folders" in error.value.message
+    assert "hunter2" not in error.value.message
+
+
+async def test_an_active_file_outside_the_workspace_is_never_read(ctx, context_repo,
+                                                                  outside_file):
+    with pytest.raises(JsonRpcException) as error:  # nothing to derive a query from
+        await ctx.protocol.send_request_async(RAG_INJECT_CONTEXT, {
+            "mode": "debugger", "tokenBudget": 2000,
+            "activeFile": {"uri": outside_file.as_uri()}})
+    assert error.value.code == -32602 and "outside the workspace folders" in error.value.message
+    result = await request(ctx, RAG_INJECT_CONTEXT, {  # with a query: it works, unread
+        "mode": "debugger", "query": "retry failed jobs", "tokenBudget": 2000,
+        "activeFile": {"uri": outside_file.as_uri()}})
+    assert "hunter2" not in result["context"] + result["query"]
+    assert result["items"]
+
+
+async def test_a_selection_past_the_end_of_the_active_file_gets_32602(ctx, context_repo):
+    with pytest.raises(JsonRpcException) as error:
+        await ctx.protocol.send_request_async(RAG_INJECT_CONTEXT, {
+            "mode": "debugger", "tokenBudget": 2000,
+            "activeFile": {"uri": uri(context_repo, "src/jobs/runner.py"),
+                           "selection": lsp_lines(500, 510)}})
+    assert error.value.code == -32602
+    assert "activeFile.selection: lines 500-510" in error.value.message
+
+
+@pytest.mark.parametrize("method", [RAG_INJECT_CONTEXT, RAG_KB_SEARCH, "rag/search"])
+async def test_a_huge_query_is_refused_quickly_with_a_short_message(ctx, method):
+    params = {"mode": "debugger", "query": "retry " * 400_000, "tokenBudget": 100}
+    if method == "rag/search":
+        params = {"query": params["query"]}
+    with pytest.raises(JsonRpcException) as error:
+        await ctx.protocol.send_request_async(method, params)
+    assert error.value.code == -32602
+    assert "$.query" in error.value.message
+    assert "must be at most 10,000 characters (got 2,400,000)" in error.value.message
+    assert len(error.value.message) < 500

@@ -86,3 +86,38 @@ def test_stdout_carries_only_frames(tmp_path):
     assert by_id[4]["result"] is None
     assert b"stray print at exit" in stderr and b"raw fd write" in stderr
     assert server.returncode == 0
+
+
+def test_the_server_exits_soon_after_its_client_goes_away_mid_index(tmp_path):
+    """stdin closed while indexing: the run stops at the next embedding batch instead of
+    finishing the workspace first (it used to take as long as the whole run)."""
+    root = tmp_path / "repo"
+    for i in range(40):  # big files: the old cancellation point (every 25 files) is far
+        functions = "\n\n".join(
+            f"def step_{i}_{j}(value):\n    \"\"\"Stage {j} of pipeline {i}.\"\"\"\n"
+            f"    return value * {j} + {i}\n" for j in range(80))
+        write_files(root, {f"pkg/module_{i:03}.py": functions})
+    index_path = tmp_path / "index"
+    server = subprocess.Popen(
+        [sys.executable, "-m", "rag_lsp", "serve"],
+        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    server.stdin.write(frame({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "processId": None, "rootUri": root.as_uri(), "capabilities": {},
+        "initializationOptions": {"indexPath": str(index_path)}}}))
+    server.stdin.write(frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+    server.stdin.flush()
+    deadline = time.monotonic() + 60
+    while not list(index_path.rglob("chunks.lance")) and time.monotonic() < deadline:
+        time.sleep(0.2)  # until the first batch is written: indexing is under way
+    assert list(index_path.rglob("chunks.lance")), "indexing never started"
+    closed = time.monotonic()
+    server.stdin.close()
+    try:
+        server.wait(timeout=30)
+    finally:
+        server.kill()
+    took = time.monotonic() - closed
+    # The target is 2 s; the bound leaves room for a loaded machine, and a run that went on
+    # to the end (3,200 chunks) takes minutes.
+    assert took < 10, f"the server took {took:.1f} s to exit after stdin closed"

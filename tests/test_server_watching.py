@@ -123,6 +123,14 @@ async def test_cancelling_the_progress_stops_an_indexing_run(nvim_like, folders)
     mark = len(nvim_like.recorder.statuses)
     await wait_until(run_started, timeout=30, what="a progress begin for the new folder")
     token = (await run_started())[0]
+
+    def percentages():
+        return [s["percentage"] for s in nvim_like.recorder.statuses[mark:]
+                if s["state"] == "indexing" and s["percentage"] is not None]
+
+    async def progressing():  # cancel mid-run: a cancelled run stops within one batch
+        return percentages()
+    await wait_until(progressing, timeout=60, what="a status with the run's percentage")
     nvim_like.window_work_done_progress_cancel(types.WorkDoneProgressCancelParams(token=token))
 
     async def ended():
@@ -135,9 +143,7 @@ async def test_cancelling_the_progress_stops_an_indexing_run(nvim_like, folders)
     assert big_status["state"] == "ready" and "cancelled" in big_status["message"]
     assert big_status["files"] < 300
     # The status notification carried the run's progress, as a percentage.
-    percentages = [s["percentage"] for s in nvim_like.recorder.statuses[mark:]
-                   if s["state"] == "indexing" and s["percentage"] is not None]
-    assert percentages and all(0 <= p <= 100 for p in percentages)
+    assert all(0 <= p <= 100 for p in percentages())
     assert nvim_like.recorder.schema_problems == []
     nvim_like.workspace_did_change_workspace_folders(types.DidChangeWorkspaceFoldersParams(
         event=types.WorkspaceFoldersChangeEvent(

@@ -92,6 +92,19 @@ def _locate(sources: Sequence[Source], path: Path) -> tuple[Source | None, str]:
     return None, str(path)
 
 
+def _confined(sources: Sequence[Source], path: Path, what: str) -> tuple[Source, str]:
+    """The folder holding ``path`` and its relative path, or a clear refusal. The path is
+    resolved first (``..``, symlinks), so neither a spelling nor a link inside a folder can
+    read a file elsewhere."""
+    source, rel = _locate(sources, path)
+    if source is None:
+        roots = ", ".join(str(s.workspace.root) for s in sources) or "none open"
+        raise BadContextRequest(
+            f"{what}: {path} is outside the workspace folders ({roots}); context is only "
+            "read from files inside them")
+    return source, rel
+
+
 def build_context(
     sources: Sequence[Source], request: ContextRequest, counter: TokenCounter
 ) -> ContextResult:
@@ -104,12 +117,21 @@ def build_context(
     query = (request.query or "").strip()
     active_rel: dict[int, str] = {}
     if request.active_file is not None:
+        # A file outside the workspace (a library opened from elsewhere) is never read: it
+        # neither shapes the ranking nor lends its words to the query.
         source, rel = _locate(sources, request.active_file)
         if source is not None:
             active_rel[id(source)] = rel
         if not query:
-            text = "\n".join(_read_lines(request.active_file, "activeFile"))
-            query = derive_query(text, request.selection, request.mode)
+            _confined(sources, request.active_file, "activeFile")
+            lines = _read_lines(request.active_file, "activeFile")
+            if request.selection is not None:
+                first, last = request.selection
+                if not 1 <= first <= last <= len(lines):
+                    raise BadContextRequest(
+                        f"activeFile.selection: lines {first}-{last} are outside "
+                        f"{request.active_file} ({len(lines)} lines)")
+            query = derive_query("\n".join(lines), request.selection, request.mode)
     if query:
         if request.include_knowledge:
             for item in _knowledge_items(sources, request.mode, query):
@@ -125,13 +147,13 @@ def build_context(
 
 def _add_manual(sources: Sequence[Source], ref: ManualRef, what: str, packer: Packer,
                 counter: TokenCounter) -> None:
+    source, rel = _confined(sources, ref.path, what)
     lines = _read_lines(ref.path, what)
     start, end = ref.start_line or 1, ref.end_line or len(lines)
     if not (1 <= start <= end <= len(lines)):
         raise BadContextRequest(
-            f"{what}: lines {start}-{end} are outside {ref.path} ({len(lines)} lines)")
-    source, rel = _locate(sources, ref.path)
-    root = source.workspace.root if source else None
+            f"{what}: lines {start}-{end} are outside {rel} ({len(lines)} lines)")
+    root = source.workspace.root
     language = language_for(rel)
     whole = ContextItem("manual", "", "\n".join(lines[start - 1:end]), rel, root,
                         start, end, language)

@@ -87,7 +87,9 @@ class Indexer:
         root: Path,
         settings: Settings,
         store: ChunkStore,
-        embed: Callable[[list[str]], np.ndarray],
+        # embed(texts, checkpoint): checkpoint() runs before each model call, so a cancelled
+        # run (its progress callback raises) stops within one batch, not one write batch.
+        embed: Callable[[list[str], Callable[[], None]], np.ndarray],
         counter: ModelTokenCounter,
         index_dir: Path,
         *,
@@ -185,7 +187,8 @@ class Indexer:
                     pending.append(item)
                     pending_chunks += len(item.chunks)
             if pending_chunks >= WRITE_BATCH_CHUNKS or (done == total and pending):
-                self._write(pending, report)
+                progress = IndexProgress("index", done, total, report.chunks_embedded)
+                self._write(pending, report, lambda p=progress: notify(p))
                 pending, pending_chunks = [], 0
             if done % 25 == 0 or done == total:
                 notify(IndexProgress("index", done, total, report.chunks_embedded))
@@ -222,7 +225,8 @@ class Indexer:
         report.files_indexed += 1
         return _Pending(record, chunks, language)
 
-    def _write(self, pending: list[_Pending], report: IndexReport) -> None:
+    def _write(self, pending: list[_Pending], report: IndexReport,
+               checkpoint: Callable[[], None]) -> None:
         embed_texts = [c.embed_text for item in pending for c in item.chunks]
         hashes = [hashlib.sha256(t.encode("utf-8")).hexdigest() for t in embed_texts]
         stored = self.store.stored_for_hashes(hashes)
@@ -230,7 +234,8 @@ class Indexer:
         fresh: dict[str, np.ndarray] = {}
         if missing:
             text_of = dict(zip(hashes, embed_texts, strict=True))
-            fresh = dict(zip(missing, self._embed([text_of[h] for h in missing]), strict=True))
+            texts = [text_of[h] for h in missing]
+            fresh = dict(zip(missing, self._embed(texts, checkpoint), strict=True))
         report.chunks_embedded += len(missing)
         report.chunks_reused += len(hashes) - len(missing)
         rows: list[dict] = []

@@ -50,7 +50,8 @@ class ScannedFile:
 class ScanReport:
     files: list[ScannedFile]
     # reason -> relative paths ("excluded", "too-large", "unreadable", "symlink-dir",
-    # "broken-symlink", "symlink-outside-root"); excluded folders end with "/".
+    # "broken-symlink", "symlink-outside-root", "undecodable-name"); excluded folders end
+    # with "/"; an undecodable name is shown with U+FFFD for the bytes that are not UTF-8.
     skipped: dict[str, list[str]] = field(default_factory=dict)
 
 
@@ -59,6 +60,21 @@ class FileContent:
     text: str  # LF line endings, no BOM, invalid UTF-8 replaced by U+FFFD
     sha256: str  # of the raw bytes on disk
     had_invalid_utf8: bool
+
+
+def decodable(rel: str) -> bool:
+    """False for a name whose bytes are not UTF-8 (Python keeps them as lone surrogates):
+    it cannot be stored, filtered on or sent to a client, so such a file is skipped."""
+    try:
+        rel.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def shown_name(rel: str) -> str:
+    """``rel`` printable: bytes that are not UTF-8 become U+FFFD."""
+    return rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def _norm(rel_path: str) -> str:
@@ -249,6 +265,8 @@ def check_path(rules: WorkspaceFilter, rel: str) -> ScannedFile | str:
     """The scan's verdict on one workspace-relative path (for file events): a ScannedFile
     to index, or why not: "missing", "excluded", "too-large", "symlink-outside-root"."""
     abs_path = rules.root / rel
+    if not decodable(rel):
+        return "undecodable-name"
     try:
         if not abs_path.is_file():
             return "missing"  # deleted, or a folder, or a broken link
@@ -268,6 +286,9 @@ def _visit(
     rules: WorkspaceFilter, entry: os.DirEntry[str], rel: str, skipped: dict[str, list[str]]
 ) -> ScannedFile | str | None:
     """One directory entry: ``"dir"`` to descend, a ScannedFile to keep, or None."""
+    if not decodable(rel):
+        skipped["undecodable-name"].append(shown_name(rel))
+        return None
     if entry.is_dir(follow_symlinks=False):
         if rules.excludes_dir(rel):
             skipped["excluded"].append(rel + "/")

@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from rag_lsp.errors import IndexCorruptError, IndexMismatchError
 from rag_lsp.knowledge.entries import KnowledgeEntry, anchors_to_json
+from rag_lsp.store.private import private_dir
 from rag_lsp.store.sql import in_list
 
 KNOWLEDGE = "knowledge"
@@ -98,6 +99,7 @@ class KnowledgeTable:
                 return None  # connecting would create the folder
             try:
                 if self._db is None:
+                    private_dir(self.index_dir)
                     # Interval 0: every read sees other writers' (e.g. the CLI's) commits.
                     self._db = lancedb.connect(
                         str(self.index_dir), read_consistency_interval=timedelta(0)

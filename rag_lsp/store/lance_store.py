@@ -21,6 +21,7 @@ from lancedb.index import FTS
 
 from rag_lsp.errors import IndexCorruptError
 from rag_lsp.store.manifest import REBUILD_HINT
+from rag_lsp.store.private import private_dir
 from rag_lsp.store.sql import in_list
 from rag_lsp.store.vector_cache import VectorCache, VectorMatrix
 
@@ -126,7 +127,7 @@ class ChunkStore:
         self.dim = dim
         self._write_lock = threading.Lock()
         try:
-            index_dir.mkdir(parents=True, exist_ok=True)
+            private_dir(index_dir)
             self._db = lancedb.connect(str(index_dir))
             names = set(self._db.list_tables().tables)
             if create:

@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from rag_lsp.errors import IndexCorruptError, IndexMismatchError
+from rag_lsp.store.private import private_dir, write_private
 
 # Bumped whenever chunk boundaries, embedded text or table columns change; an index of an
 # older version is rebuilt by the next indexing run. 2: contextual chunk headers.
@@ -40,9 +41,9 @@ class IndexManifest:
 
     def write(self, index_dir: Path) -> None:
         # Write-then-rename: a crash mid-write never leaves a half manifest.
-        index_dir.mkdir(parents=True, exist_ok=True)
+        private_dir(index_dir)
         tmp = index_dir / (MANIFEST_NAME + ".tmp")
-        tmp.write_text(json.dumps(asdict(self), indent=2) + "\n", encoding="utf-8")
+        write_private(tmp, json.dumps(asdict(self), indent=2) + "\n")
         os.replace(tmp, index_dir / MANIFEST_NAME)
 
     def check_compatible(self, index_dir: Path, model_id: str, model_sha256: str, dim: int):

@@ -5,7 +5,7 @@ import * as vscode from "vscode";
 import { contextBudget, fitToBudget, splitContextSections } from "./budget";
 import { activeFileParam, isFileUri, itemLocation, toLspRange } from "./lspRange";
 import { composePrompt, PARTICIPANT_ID } from "./modes";
-import { Requests, type ContextItem, type ContextResponse, type InjectContextParams } from "./protocol";
+import { MAX_QUERY_CHARS, Requests, type ContextItem, type ContextResponse, type InjectContextParams } from "./protocol";
 import type { RagServerApi } from "./serverApi";
 import { contextSettings, SECTION } from "./settings";
 import { errorText } from "./commands";
@@ -45,7 +45,8 @@ function manualContext(references: readonly vscode.ChatPromptReference[]): Injec
 async function gatherContext(deps: ChatDeps, request: vscode.ChatRequest, mode: string, tokenBudget: number,
   token: vscode.CancellationToken): Promise<{ context: string; items: ContextItem[] }> {
   const params: InjectContextParams = { mode, tokenBudget };
-  if (request.prompt.trim()) params.query = request.prompt;
+  // A pasted log can be longer than the server accepts; the model reads ~256 tokens anyway.
+  if (request.prompt.trim()) params.query = request.prompt.slice(0, MAX_QUERY_CHARS);
   const activeFile = activeFileParam(vscode.window.activeTextEditor);
   if (activeFile) params.activeFile = activeFile;
   const manual = manualContext(request.references);

@@ -17,6 +17,9 @@ export const Notifications = {
   indexStatus: "rag/indexStatus",
 } as const;
 
+/** The longest `query` the server accepts (maxLength in schemas/protocol). */
+export const MAX_QUERY_CHARS = 10000;
+
 export const MODES = ["debugger", "security", "performance", "planning"] as const;
 
 export interface Position { line: number; character: number }

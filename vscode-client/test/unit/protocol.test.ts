@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { Notifications, Requests } from "../../src/protocol";
+import { MAX_QUERY_CHARS, Notifications, Requests } from "../../src/protocol";
 import { SERVER_SETTINGS } from "../../src/settings";
 
 const SCHEMAS = join(__dirname, "../../../schemas");
@@ -23,6 +23,13 @@ describe("method names shared with the server", () => {
   it("has one schema per notification constant, and no others", () => {
     const notifications = protocolSchemas().filter((s) => s.kind === "notification").map((s) => s.method);
     expect([...Object.values(Notifications)].sort()).toEqual(notifications.sort());
+  });
+
+  it("caps queries at the schemas' maxLength", () => {
+    for (const file of ["rag.search.json", "rag.injectContext.json", "rag.kb.search.json"]) {
+      const schema = JSON.parse(readFileSync(join(SCHEMAS, "protocol", file), "utf8"));
+      expect(schema.$defs.params.properties.query.maxLength).toBe(MAX_QUERY_CHARS);
+    }
   });
 
   it("names each schema file after its method", () => {

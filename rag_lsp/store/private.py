@@ -1,0 +1,32 @@
+"""Index folders readable by their owner only.
+
+An index holds the text of every indexed file and the knowledge bases hold findings, so they
+are as private as the most private source: the folder is created 0700 (and an existing one of
+ours tightened), which keeps every file inside it from other users whatever its own mode.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+PRIVATE_DIR = 0o700
+PRIVATE_FILE = 0o600
+
+
+def private_dir(path: Path) -> Path:
+    """Create ``path`` (and missing parents) and make it owner-only; returns ``path``."""
+    path.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR)
+    try:
+        if path.stat().st_uid == os.getuid() and path.stat().st_mode & 0o077:
+            path.chmod(PRIVATE_DIR)
+    except OSError:
+        pass  # not ours to change (a shared, read-only mount): leave it as it is
+    return path
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write ``text`` to a new owner-only file (mode set at creation, never widened)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(text)
