@@ -4,9 +4,10 @@ Queries: off-topic questions (cooking, sport, travel…) from ``bench/data/offto
 (the set the ranking was tuned on) or, with ``--queries``, another file such as
 ``bench/data/offtopic_heldout.txt`` (never tuned on: the honest figure), and generated
 strings of four random letter groups (seeded), asked in each benchmark repository and in this
-project (without its bench/ and tests/ folders, which hold these very questions). For each threshold it prints the share of queries that return
-any result from ``Workspace.search`` (the default threshold is the one that matters), and it
-checks that mode context (``rag-lsp context``'s engine, ``build_context``) injects nothing.
+project (without its bench/ and tests/ folders, which hold these very questions). For each
+threshold it prints the share of queries that return any result from ``Workspace.search``
+(the default threshold is the one that matters), and it checks that mode context
+(``rag-lsp context``'s engine, ``build_context``) injects nothing.
 
     .venv/bin/python bench/nonsense.py
     .venv/bin/python bench/nonsense.py --queries bench/data/offtopic_heldout.txt
