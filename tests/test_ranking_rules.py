@@ -192,6 +192,21 @@ def test_file_agreement_has_diminishing_returns():
     assert files["b.py"].chunks[0].raw >= files["b.py"].chunks[-1].raw
 
 
+def test_pieces_of_one_long_line_do_not_agree_with_each_other():
+    def window(path, start, end):
+        c = _candidate(path, 0.6)
+        c.row.update(kind="text", symbol="", start_line=start, end_line=end)
+        return c
+    # A paragraph on one line, cut into pieces to fit the model (the first with the title).
+    passage = [window("long.txt", 1, 2), window("long.txt", 2, 2), window("long.txt", 2, 2)]
+    spread = [window("spread.go", 1, 20), window("spread.go", 40, 60), window("spread.go", 80, 99)]
+    chunks = passage + spread
+    score_chunks(chunks, _context("something"))
+    files = {f.path: f for f in rank_files(chunks, RankingWeights())}
+    assert files["long.txt"].raw == pytest.approx(passage[0].raw)  # one place: no bonus
+    assert files["spread.go"].raw > files["long.txt"].raw  # three places agree
+
+
 def test_scores_squash_to_zero_one_and_back():
     assert squash(0.0) == 0.0 and 0.6 < squash(1.0) < 0.7 and squash(50) <= 1.0
     assert unsquash(squash(0.8)) == pytest.approx(0.8)

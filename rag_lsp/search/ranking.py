@@ -19,7 +19,8 @@ one by one on the code-retrieval benchmark (``bench/README.md``, ablation table)
   finds the documentation;
 - **file agreement** (``rankFileAgreement``) — a file is scored by its best chunk plus a share
   of its other matching chunks, with diminishing returns (each next one counts 0.7 times the
-  one before), so a file that answers in several places ranks above a one-off mention.
+  one before), so a file that answers in several places ranks above a one-off mention. The
+  pieces of one long line (a paragraph cut to fit the model) count once: one place.
 
 The score a result shows is the score it was ranked by, squashed to 0..1 by ``1 - e^-x``. It is
 calibrated — margins over background similarity, coverage of the query's own terms — so one
@@ -225,6 +226,21 @@ def _agreement(scores: list[float], weight: float) -> float:
                                     for k, s in enumerate(scores[1:], start=1))
 
 
+def _places(chunks: list[Candidate]) -> list[list[Candidate]]:
+    """Chunks grouped by the place they cover, for agreement: the pieces of one long line (a
+    paragraph or minified code cut to fit the model) are one place, so a long text does not
+    win by being long; every other chunk is a place of its own."""
+    split_lines = {c.row.get("start_line") for c in chunks
+                   if c.row.get("start_line") is not None
+                   and c.row.get("start_line") == c.row.get("end_line")}
+    groups: dict[object, list[Candidate]] = {}
+    for c in chunks:
+        end = c.row.get("end_line")
+        key = ("line", end) if end in split_lines else id(c)
+        groups.setdefault(key, []).append(c)
+    return list(groups.values())
+
+
 def rank_files(candidates: list[Candidate], weights: RankingWeights,
                floor: float = 0.0) -> list[RankedFile]:
     """Files by best chunk plus agreement of their other chunks; chunks best first."""
@@ -234,9 +250,11 @@ def rank_files(candidates: list[Candidate], weights: RankingWeights,
     files = []
     for path, chunks in by_file.items():
         chunks.sort(key=lambda c: c.raw, reverse=True)
-        ranked = _agreement([c.raw for c in chunks], weights.file_agreement)
-        relevance = _agreement(sorted((c.relevance for c in chunks), reverse=True),
-                               weights.file_agreement)
+        groups = _places(chunks) if len(chunks) > 1 else [chunks]
+        ranked = _agreement(sorted((max(c.raw for c in g) for g in groups), reverse=True),
+                            weights.file_agreement)
+        relevance = _agreement(sorted((max(c.relevance for c in g) for g in groups),
+                                      reverse=True), weights.file_agreement)
         files.append(RankedFile(path, _respect_floor(ranked, relevance, floor), chunks))
     files.sort(key=lambda f: (-f.raw, f.path))
     return files
@@ -252,7 +270,7 @@ def _sibling_groups(chunks: list[Candidate]) -> list[list[Candidate]]:
     groups: dict[tuple, list[Candidate]] = {}
     windows = []
     for c in chunks:
-        kind, symbol = c.row["kind"], c.row["symbol"]
+        kind, symbol = c.row.get("kind"), c.row.get("symbol")
         if kind == "text":
             windows.append(c)
         elif kind in _PIECE_KINDS and symbol:
