@@ -213,6 +213,26 @@ def read_settings_file(path: Path) -> dict[str, Any]:
     return data
 
 
+def confine_folder_settings(
+    file_settings: Mapping[str, Any], root: Path, path: Path
+) -> tuple[dict[str, Any], list[str]]:
+    """A folder's own settings file comes with the folder (a cloned repository), so it may
+    only place the index inside the folder: an ``indexPath`` outside is dropped, with a
+    message. The editor's settings and command-line flags may point anywhere."""
+    settings = dict(file_settings)
+    index_path = settings.get("indexPath")
+    if not isinstance(index_path, str):
+        return settings, []
+    resolved = (root / Path(index_path).expanduser()).resolve()
+    if resolved == root.resolve() or root.resolve() in resolved.parents:
+        return settings, []
+    del settings["indexPath"]
+    return settings, [
+        f"`indexPath` = {index_path!r} in {path}: a folder's settings file may only place the "
+        f"index inside the folder ({root}); the default is used. Set it in the editor's "
+        "settings or with --index-path instead."]
+
+
 def load_settings(
     root: Path,
     overrides: Mapping[str, Any] | None = None,
@@ -226,7 +246,10 @@ def load_settings(
     unnamed overrides are reported as coming from "command line".
     """
     path = root / CONFIG_FILE_NAME
-    merged: dict[str, Any] = read_settings_file(path) if path.is_file() else {}
+    merged, confined = confine_folder_settings(
+        read_settings_file(path) if path.is_file() else {}, root, path)
+    if confined and (overrides or {}).get("indexPath") is None:  # a flag overrides it anyway
+        raise ConfigError(confined)
     sources: dict[str, str] = {}
     for key, value in (overrides or {}).items():
         if value is None:

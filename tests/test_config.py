@@ -12,6 +12,7 @@ from jsonschema import Draft202012Validator
 from rag_lsp.config import (
     CONFIG_FILE_NAME,
     Settings,
+    confine_folder_settings,
     load_schema,
     load_settings,
     validate_settings,
@@ -170,3 +171,30 @@ def test_index_dir_and_model_path(tmp_path):
     assert Settings(index_path=str(tmp_path / "abs")).index_dir(Path("/x")) == tmp_path / "abs"
     assert Settings().model_path(tmp_path) is None
     assert Settings(model_dir="m").model_path(tmp_path) == tmp_path / "m"
+
+
+@pytest.mark.parametrize(("index_path", "kept"), [
+    (".rag-lsp", True), ("build/index", True), (".", True),
+    ("/tmp/elsewhere", False), ("../outside", False), ("sub/../../outside", False),
+    ("~/rag-index", False),
+])
+def test_a_folder_settings_file_keeps_the_index_inside_the_folder(tmp_path, index_path, kept):
+    path = tmp_path / CONFIG_FILE_NAME
+    settings, problems = confine_folder_settings({"indexPath": index_path, "topK": 3},
+                                                 tmp_path, path)
+    assert ("indexPath" in settings) == kept and settings["topK"] == 3
+    if kept:
+        assert problems == []
+    else:
+        assert len(problems) == 1 and "inside the folder" in problems[0]
+        assert repr(index_path) in problems[0] and str(path) in problems[0]
+
+
+def test_the_cli_refuses_an_outside_index_path_from_the_folder_file_unless_given_a_flag(
+        tmp_path):
+    (tmp_path / CONFIG_FILE_NAME).write_text('{"indexPath": "/tmp/elsewhere"}')
+    with pytest.raises(ConfigError) as error:
+        load_settings(tmp_path)
+    assert "inside the folder" in str(error.value)
+    flag = str(tmp_path / "idx")
+    assert load_settings(tmp_path, {"indexPath": flag}).index_path == flag

@@ -22,7 +22,13 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 
 from rag_lsp import __version__
-from rag_lsp.config import CONFIG_FILE_NAME, Settings, read_settings_file, validate_settings
+from rag_lsp.config import (
+    CONFIG_FILE_NAME,
+    Settings,
+    confine_folder_settings,
+    read_settings_file,
+    validate_settings,
+)
 from rag_lsp.context.modes import unknown_mode_message
 from rag_lsp.embedding.embedder import OnnxEmbedder
 from rag_lsp.errors import ConfigError, RagLspError
@@ -241,7 +247,9 @@ class RagServer(LanguageServer):
         path = root / CONFIG_FILE_NAME
         if path.is_file():
             try:
-                file_settings = read_settings_file(path)
+                file_settings, confined = confine_folder_settings(
+                    read_settings_file(path), root, path)
+                self._report_settings_problems(confined, once=True)
             except ConfigError as exc:
                 self._report_settings_problems(exc.problems, once=True)
         settings, problems = validate_settings(
