@@ -320,3 +320,26 @@ async def test_a_huge_query_is_refused_quickly_with_a_short_message(ctx, method)
     assert "$.query" in error.value.message
     assert "must be at most 10,000 characters (got 2,400,000)" in error.value.message
     assert len(error.value.message) < 500
+
+
+async def test_since_after_until_gets_32602(ctx):
+    for method in (RAG_KB_SEARCH, RAG_KB_LIST):
+        params = {"mode": "debugger", "since": "2026-02-01T00:00:00Z",
+                  "until": "2026-01-01T00:00:00Z"}
+        if method == RAG_KB_SEARCH:
+            params["query"] = "retries"
+        with pytest.raises(JsonRpcException) as error:
+            await ctx.protocol.send_request_async(method, params)
+        assert error.value.code == -32602 and "is after $.until" in error.value.message
+
+
+@pytest.mark.parametrize("which", range(4))
+async def test_an_anchor_outside_the_workspace_gets_32602(ctx, context_repo, outside_file,
+                                                          which):
+    target = _escapes(context_repo, outside_file)[which]
+    with pytest.raises(JsonRpcException) as error:
+        await ctx.protocol.send_request_async(RAG_KB_ADD, {
+            "mode": "debugger", "content": "x",
+            "anchors": [{"uri": target, "range": lsp_lines(1, 1)}]})
+    assert error.value.code == -32602
+    assert "$.anchors[0].uri" in error.value.message

@@ -48,9 +48,14 @@ def wire_entry(folder: FolderIndex, entry: KnowledgeEntry) -> dict:
 
 def _times(args: dict) -> dict:
     try:
-        return {key: parse_time(args[key]) for key in ("since", "until") if key in args}
+        times = {key: parse_time(args[key]) for key in ("since", "until") if key in args}
     except RagLspError as exc:
         raise JsonRpcInvalidParams(f"$.since/$.until: {exc}") from exc
+    if "since" in times and "until" in times and times["since"] > times["until"]:
+        raise JsonRpcInvalidParams(
+            f"$.since = {args['since']!r} is after $.until = {args['until']!r}: nothing can "
+            "match; swap them")
+    return times
 
 
 async def _in_pool(ls: RagServer, call, *args, **kwargs):
@@ -64,6 +69,8 @@ async def _anchors(ls: RagServer, raw: list[dict]) -> tuple[FolderIndex, list[An
     specs = []
     for position, anchor in enumerate(raw):
         path = uri_to_path(anchor["uri"])
+        # Resolved first (``..``, symlinks): an anchor is a file inside a folder, not a spelling.
+        path = path.resolve() if path else None
         folder = folder_of(ls.folders, path) if path else None
         if folder is None or (home is not None and folder is not home):
             raise JsonRpcInvalidParams(
@@ -71,7 +78,7 @@ async def _anchors(ls: RagServer, raw: list[dict]) -> tuple[FolderIndex, list[An
                 + ("the same workspace folder as the first anchor" if folder else
                    "an open workspace folder"))
         home = folder
-        specs.append(AnchorSpec(path.resolve().relative_to(folder.root).as_posix(),
+        specs.append(AnchorSpec(path.relative_to(folder.root.resolve()).as_posix(),
                                 *lines_of(anchor["range"])))
     return home or folders[0], specs
 
