@@ -75,6 +75,12 @@ class RagRequestError(JsonRpcException):
     CODE = -32000
 
 
+class NotInitializedError(JsonRpcException):
+    """A request before ``initialize``: LSP's ServerNotInitialized, at once (no waiting)."""
+
+    CODE = -32002
+
+
 class RagProtocol(LanguageServerProtocol):
     """JSON-RPC allows a request or notification without ``params``; pygls's fallback message
     types require the field, and would drop such a message without any reply."""
@@ -106,6 +112,7 @@ class RagServer(LanguageServer):
         self.priority = SearchFirst()
         self.indexing = indexing.IndexingService(self)
         self.watching = watching.WatchService(self)
+        self.initialize_received = False  # set by `initialize`; requests before it are refused
         self.started = False
         self._started = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -354,8 +361,16 @@ class RagServer(LanguageServer):
 
     async def open_folders(self) -> list[FolderIndex]:
         """The folders, for requests that need at least one (waits for start-up)."""
+        if not self.initialize_received:
+            raise NotInitializedError(
+                "the server is not initialized: send `initialize`, then `initialized`, first")
         if not self.started:
-            await asyncio.wait_for(self._started.wait(), STARTUP_WAIT_SECONDS)
+            try:
+                await asyncio.wait_for(self._started.wait(), STARTUP_WAIT_SECONDS)
+            except TimeoutError:
+                raise RagRequestError(
+                    f"start-up did not finish within {STARTUP_WAIT_SECONDS:.0f} s: the client "
+                    "must send `initialized` after `initialize`; retry then") from None
         self.require_enabled()
         if not self.folders:
             raise RagRequestError("no workspace folder is open")

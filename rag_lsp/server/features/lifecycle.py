@@ -14,6 +14,7 @@ def register(server: RagServer) -> None:
     @server.feature(types.INITIALIZE)
     def initialize(ls: RagServer, params: types.InitializeParams) -> None:
         ls.init_options = params.initialization_options
+        ls.initialize_received = True
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: RagServer, params: types.InitializedParams) -> None:
