@@ -63,6 +63,7 @@ class Settings:
     chunk_tokens: int = _default("chunkTokens")
     chunk_overlap_tokens: int = _default("chunkOverlapTokens")
     chunk_headers: bool = _default("chunkHeaders")
+    secret_filter: bool = _default("secretFilter")
     top_k: int = _default("topK")
     threshold: float = _default("threshold")
     knowledge_threshold: float = _default("knowledgeThreshold")

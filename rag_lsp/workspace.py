@@ -185,6 +185,7 @@ class Workspace:
             "chunkTokens": self.settings.chunk_tokens,
             "chunkOverlapTokens": self.settings.chunk_overlap_tokens,
             "chunkHeaders": self.settings.chunk_headers,
+            "secretFilter": self.settings.secret_filter,
         }
 
     def _open_store(self, *, for_writing: bool = False, full: bool = False) -> ChunkStore:

@@ -20,6 +20,7 @@ from rag_lsp.context.modes import profile_for, rerank
 from rag_lsp.context.packing import ContextItem, Dropped, Packer
 from rag_lsp.context.query import derive_query
 from rag_lsp.errors import RagLspError
+from rag_lsp.indexing.secrets import redact_secrets
 from rag_lsp.search.results import SearchFilters
 from rag_lsp.workspace import Workspace
 
@@ -220,6 +221,8 @@ def _code_items(sources: Sequence[Source], mode: str, query: str,
                 if span[1] <= len(lines):
                     start, end = span
                     text = "\n".join(lines[start - 1:end])
+                    if source.workspace.settings.secret_filter:  # as the index has it
+                        text = redact_secrets(text)
         items.append(ContextItem("codebase", hit.symbol, text, hit.path, source.workspace.root,
                                  start, end, hit.language, score=hit.score))
     return items

@@ -30,6 +30,7 @@ from rag_lsp.indexing.scan import (
     read_text_file,
     scan_workspace,
 )
+from rag_lsp.indexing.secrets import redact_secrets
 from rag_lsp.store.lance_store import ChunkStore, FileRecord
 from rag_lsp.terms import text_terms
 
@@ -218,7 +219,8 @@ class Indexer:
             report.files_unchanged += 1
             return None
         language = language_for(scanned.path)
-        chunks = chunk_document(content.text, language, self._counter, self._options,
+        text = redact_secrets(content.text) if self.settings.secret_filter else content.text
+        chunks = chunk_document(text, language, self._counter, self._options,
                                 path=scanned.path)
         record = FileRecord(scanned.path, scanned.size, scanned.mtime_ns, content.sha256,
                             len(chunks))

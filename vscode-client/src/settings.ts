@@ -5,7 +5,7 @@ import * as os from "node:os";
 /** The server's settings: the properties of schemas/config.schema.json (a test checks). */
 export const SERVER_SETTINGS = [
   "enabled", "extensions", "exclude", "useGitignore", "maxFileBytes", "chunkTokens",
-  "chunkOverlapTokens", "chunkHeaders", "topK", "threshold", "knowledgeThreshold", "searchMode",
+  "chunkOverlapTokens", "chunkHeaders", "secretFilter", "topK", "threshold", "knowledgeThreshold", "searchMode",
   "rankLexicalWeight", "rankIdentifierLexicalWeight", "rankDefinitionBoost", "rankPathBoost",
   "rankFileAgreement", "rankTestPrior", "rankDocsPrior", "rankExamplePrior", "rankLegacyPrior",
   "rankGeneratedPrior", "rankDataPrior", "rankReexportPrior",
