@@ -151,8 +151,11 @@ def _candidate(path, cosine, text="x", defines="", terms=""):
                      cosine)
 
 
+WEIGHTS = RankingWeights.from_settings()  # the schema defaults
+
+
 def _context(query, **kwargs):
-    return RankContext(analyze(query), build_background([]), RankingWeights(),
+    return RankContext(analyze(query), build_background([]), WEIGHTS,
                        semantic=True, lexical=True, **kwargs)
 
 
@@ -166,10 +169,10 @@ def test_a_definition_outranks_a_closer_mention():
 def test_a_test_file_ranks_below_its_implementation():
     chunks = [_candidate("tests/test_client.py", 0.62), _candidate("src/client.py", 0.55)]
     score_chunks(chunks, _context("send a request"))
-    assert [f.path for f in rank_files(chunks, RankingWeights())][0] == "src/client.py"
+    assert [f.path for f in rank_files(chunks, WEIGHTS)][0] == "src/client.py"
     chunks = [_candidate("tests/test_client.py", 0.62), _candidate("src/client.py", 0.55)]
     score_chunks(chunks, _context("tests for sending a request"))  # asked for: no prior
-    assert [f.path for f in rank_files(chunks, RankingWeights())][0] == "tests/test_client.py"
+    assert [f.path for f in rank_files(chunks, WEIGHTS)][0] == "tests/test_client.py"
 
 
 def test_semantic_noise_scores_zero():
@@ -185,7 +188,7 @@ def test_file_agreement_has_diminishing_returns():
     many = [_candidate("b.py", 0.6) for _ in range(20)]
     for chunks in (one, many):
         score_chunks(chunks, _context("something"))
-    files = {f.path: f for f in rank_files(one + many, RankingWeights())}
+    files = {f.path: f for f in rank_files(one + many, WEIGHTS)}
     assert files["b.py"].raw > files["a.py"].raw  # agreeing chunks lift a file …
     single = many[0].raw
     assert files["b.py"].raw < single * (1 + 0.5 * 0.7 / (1 - 0.7)) + 1e-9  # … boundedly
@@ -202,7 +205,7 @@ def test_pieces_of_one_long_line_do_not_agree_with_each_other():
     spread = [window("spread.go", 1, 20), window("spread.go", 40, 60), window("spread.go", 80, 99)]
     chunks = passage + spread
     score_chunks(chunks, _context("something"))
-    files = {f.path: f for f in rank_files(chunks, RankingWeights())}
+    files = {f.path: f for f in rank_files(chunks, WEIGHTS)}
     assert files["long.txt"].raw == pytest.approx(passage[0].raw)  # one place: no bonus
     assert files["spread.go"].raw > files["long.txt"].raw  # three places agree
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from rag_lsp.config import Settings
 from rag_lsp.search.calibration import Background
@@ -79,17 +79,18 @@ RULE_SETTINGS = {
 
 @dataclass(frozen=True)
 class RankingWeights:
-    lexical: float = 0.35
-    identifier_lexical: float = 0.7
-    definition: float = 1.0
-    path: float = 0.6
-    file_agreement: float = 0.5
-    priors: dict[str, float] = field(default_factory=lambda: {
-        "test": 0.3, "docs": 0.4, "example": 0.3, "legacy": 0.3, "generated": 0.3,
-        "data": 0.5, "reexport": 0.5})
+    """The ``rank*`` settings (defaults live in the settings schema, nowhere else)."""
+
+    lexical: float
+    identifier_lexical: float
+    definition: float
+    path: float
+    file_agreement: float
+    priors: dict[str, float]
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> RankingWeights:
+    def from_settings(cls, settings: Settings | None = None) -> RankingWeights:
+        settings = settings or Settings()
         return cls(
             settings.rank_lexical_weight, settings.rank_identifier_lexical_weight,
             settings.rank_definition_boost, settings.rank_path_boost,
