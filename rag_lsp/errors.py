@@ -29,3 +29,17 @@ class IndexMismatchError(RagLspError):
 
 class IndexCorruptError(RagLspError):
     """The on-disk index cannot be read."""
+
+
+class IndexBusyError(RagLspError):
+    """Another process is writing (or rebuilding) the index; trying again later works."""
+
+    retryable = True
+
+
+class IndexMissingError(RagLspError):
+    """There is no index to read yet; indexing the workspace makes one."""
+
+
+class WorkspaceClosedError(RagLspError):
+    """The workspace was closed while a write waited its turn."""

@@ -15,16 +15,27 @@ import logging
 import shutil
 import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TypeVar
 
 from rag_lsp.config import Settings, load_settings
 from rag_lsp.embedding.embedder import OnnxEmbedder
 from rag_lsp.embedding.model_files import find_model
 from rag_lsp.embedding.tokenizer import ModelTokenCounter
-from rag_lsp.errors import ModelIntegrityError, ModelNotFoundError, RagLspError
-from rag_lsp.indexing.indexer import Indexer, IndexReport, ProgressCallback
+from rag_lsp.errors import (
+    IndexBusyError,
+    IndexCorruptError,
+    IndexMissingError,
+    ModelIntegrityError,
+    ModelNotFoundError,
+    RagLspError,
+    WorkspaceClosedError,
+)
+from rag_lsp.indexing.indexer import Indexer, IndexProgress, IndexReport, ProgressCallback
 from rag_lsp.indexing.scan import WorkspaceFilter
 from rag_lsp.knowledge import KnowledgeBase
 from rag_lsp.priority import SearchFirst
@@ -33,10 +44,12 @@ from rag_lsp.search.pipeline import MODES, SearchIndex, search_chunks, search_fi
 from rag_lsp.search.ranking import RankingWeights
 from rag_lsp.search.results import ChunkHit, SearchFilters, SearchResponse
 from rag_lsp.store.lance_store import ChunkStore
-from rag_lsp.store.manifest import SCHEMA_VERSION, IndexManifest
+from rag_lsp.store.manifest import MANIFEST_NAME, SCHEMA_VERSION, IndexManifest
 from rag_lsp.store.sql import all_of, quote
+from rag_lsp.store.writer_lock import LockOwner, WriterLock
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 @dataclass
@@ -99,6 +112,10 @@ class Workspace:
         # full rebuild never deletes files under a running query. Searches are serialised.
         self._tables_lock = threading.RLock()
         self._store: ChunkStore | None = None
+        self._store_created_at = ""  # which build of the index _store is (see _read)
+        # One writer per index across processes (and across Workspace objects in one).
+        self._writer = WriterLock(self.index_dir)
+        self._closed = threading.Event()
         # Shared with other workspaces of the process: searches go ahead of embedding batches.
         self.priority = priority or SearchFirst()
         if embedder is not None:  # an indexing batch stops the moment a search starts
@@ -210,17 +227,19 @@ class Workspace:
                 self._drop_tables()
                 manifest = None
         if manifest is None:
-            embedder = self._require_model()
+            embedder = self._require_model()  # without a model, that is the problem to fix
             if not for_writing:
-                raise RagLspError(
+                raise IndexMissingError(
                     f"there is no index at {self.index_dir} yet. Run `rag-lsp index {self.root}`."
                 )
             self._drop_tables()  # tables left without a manifest are not trusted
-            IndexManifest(
+            manifest = IndexManifest(
                 SCHEMA_VERSION, embedder.model_id, embedder.model_sha256, embedder.dimension,
                 _now(), chunking=self._chunking(),
-            ).write(self.index_dir)
+            )
+            manifest.write(self.index_dir)
             self._store = ChunkStore(self.index_dir, embedder.dimension, create=True)
+            self._store_created_at = manifest.created_at
             return self._store
         if self.embedder is not None:
             manifest.check_compatible(
@@ -229,16 +248,54 @@ class Workspace:
                 self.embedder.model_sha256,
                 self.embedder.dimension,
             )
+        if self._store is not None and manifest.created_at != self._store_created_at:
+            # Another process rebuilt the index since we opened it: those tables are gone.
+            self._store = None
+            self._background = BackgroundCache()
         if self._store is None:
             # Without the model (lexical search only) the vector width comes from the manifest.
             self._store = ChunkStore(self.index_dir, manifest.dimension, create=False)
+            self._store_created_at = manifest.created_at
+        elif for_writing:
+            self._store.sync()
         return self._store
 
     def _drop_tables(self) -> None:
         self._store = None
         self._background = BackgroundCache()
+        # The manifest goes first: a reader in another process then sees "no index yet" or
+        # "being rebuilt", never a manifest whose tables are half deleted.
+        (self.index_dir / MANIFEST_NAME).unlink(missing_ok=True)
         for name in ("chunks.lance", "files.lance"):
             shutil.rmtree(self.index_dir / name, ignore_errors=True)
+
+    @contextmanager
+    def _writing(self, progress: ProgressCallback | None = None) -> Iterator[None]:
+        """Hold the index's writer lock for one write; while another process holds it, wait
+        (saying for whom, through ``progress`` and the log) unless this workspace closes."""
+        told: list[str] = []
+
+        def on_wait(owner: LockOwner | None) -> None:
+            if self._closed.is_set():
+                raise WorkspaceClosedError(f"the workspace {self.root} was closed")
+            who = owner.describe() if owner else "another process"
+            message = f"waiting for {who} to finish writing the index"
+            if not told:
+                log.info("%s: %s", self.root, message)
+                told.append(message)
+            if progress is not None:
+                progress(IndexProgress("wait", message=message))
+
+        self._writer.acquire(on_wait=on_wait)
+        try:
+            yield
+        finally:
+            self._writer.release()
+
+    def close(self) -> None:
+        """Stop waiting to write (a write under way finishes its batch); the object stays
+        usable for reads."""
+        self._closed.set()
 
     def _indexer(self, store: ChunkStore, rechunk: bool = False) -> Indexer:
         embedder = self._require_model()
@@ -256,7 +313,7 @@ class Workspace:
     def index(self, *, full: bool = False, progress: ProgressCallback | None = None) -> IndexReport:
         """Bring the index up to date; ``full`` drops it and rebuilds from scratch."""
         self._require_model()
-        with self._index_lock:
+        with self._index_lock, self._writing(progress):
             store = self._open_store(for_writing=True, full=full)
             manifest = IndexManifest.read(self.index_dir)
             # Changed chunk settings: every file is re-chunked (unchanged chunks keep vectors).
@@ -269,7 +326,7 @@ class Workspace:
         """Re-index just these paths (workspace-relative or absolute): created, changed or
         deleted files, or deleted folders."""
         self._require_model()
-        with self._index_lock:
+        with self._index_lock, self._writing():
             report = self._indexer(self._open_store(for_writing=True)).update_paths(rel_paths)
             if report.files_indexed or report.files_removed:
                 self._stamp()
@@ -280,9 +337,16 @@ class Workspace:
         tables; worth running once a burst of updates has settled."""
         self._require_model()
         with self._index_lock:
-            store = self._open_store(for_writing=True)
-            store.ensure_fts_index()
-            store.optimize()
+            try:
+                self._writer.acquire(wait=False)
+            except IndexBusyError:
+                return  # the process writing now compacts after its own run
+            try:
+                store = self._open_store(for_writing=True)
+                store.ensure_fts_index()
+                store.optimize()
+            finally:
+                self._writer.release()
 
     def event_filter(self) -> WorkspaceFilter:
         """The scan's rules, for deciding cheaply which file events can matter."""
@@ -313,15 +377,15 @@ class Workspace:
         if top_k is not None and top_k < 1:
             raise RagLspError(f"top_k must be at least 1 (got {top_k})")
         mode, warnings = self._search_mode(query, mode)
-        with self.priority.searching(), self._tables_lock:
-            results = search_files(
-                self._search_index(),
+        with self.priority.searching():
+            results = self._read(lambda store: search_files(
+                self._search_index(store),
                 query,
                 mode=mode,
                 top_k=self.settings.top_k if top_k is None else top_k,
                 threshold=self.settings.threshold if threshold is None else threshold,
                 filters=filters or SearchFilters(),
-            )
+            ))
         took_ms = (time.perf_counter() - started) * 1000
         return SearchResponse(query, mode, took_ms, results, warnings)
 
@@ -337,19 +401,37 @@ class Workspace:
         """Chunks (not files) relevant to ``query``, best first: the raw material for packing
         context. Same modes, threshold and filters as :meth:`search`."""
         mode, _warnings = self._search_mode(query, mode)
-        with self.priority.searching(), self._tables_lock:
-            return search_chunks(
-                self._search_index(),
+        with self.priority.searching():
+            return self._read(lambda store: search_chunks(
+                self._search_index(store),
                 query,
                 mode=mode,
                 limit=limit,
                 threshold=self.settings.threshold if threshold is None else threshold,
                 filters=filters or SearchFilters(),
-            )
+            ))
 
-    def _search_index(self) -> SearchIndex:
+    def _read(self, read: Callable[[ChunkStore], T]) -> T:
+        """``read(store)``, while other processes may be writing the index. If one rebuilt
+        it under us, read the new build; if one is rebuilding it now, say so (retryable)
+        instead of calling the index damaged."""
+        with self._tables_lock:
+            try:
+                return read(self._open_store())
+            except (IndexCorruptError, IndexMissingError) as exc:
+                owner = self._writer.holder_elsewhere()
+                if owner is not None:
+                    raise IndexBusyError(
+                        f"the index at {self.index_dir} is being rebuilt by "
+                        f"{owner.describe()}; try again when it has finished") from exc
+                manifest = IndexManifest.read(self.index_dir)
+                if manifest is None or manifest.created_at == self._store_created_at:
+                    raise
+                return read(self._open_store())  # rebuilt meanwhile: reopened
+
+    def _search_index(self, store: ChunkStore) -> SearchIndex:
         return SearchIndex(
-            self._open_store(),
+            store,
             self.embedder.embed_query if self.embedder else None,
             self._background,
             RankingWeights.from_settings(self.settings),
@@ -360,11 +442,10 @@ class Workspace:
         definition is indexed in pieces; this is the whole of it)."""
         if not symbol:
             return None
-        with self._tables_lock:
-            rows = self._open_store().chunk_rows(
-                all_of(f"path = {quote(path)}", f"symbol = {quote(symbol)}"),
-                ["start_line", "end_line"],
-            )
+        rows = self._read(lambda store: store.chunk_rows(
+            all_of(f"path = {quote(path)}", f"symbol = {quote(symbol)}"),
+            ["start_line", "end_line"],
+        ))
         if not rows:
             return None
         return min(r["start_line"] for r in rows), max(r["end_line"] for r in rows)
@@ -387,9 +468,7 @@ class Workspace:
         manifest = IndexManifest.read(self.index_dir)
         files = chunks = 0
         if manifest is not None:
-            with self._tables_lock:
-                store = self._open_store()
-                files, chunks = store.count_files(), store.count_chunks()
+            files, chunks = self._read(lambda store: (store.count_files(), store.count_chunks()))
         model = self.embedder or manifest
         return WorkspaceStatus(
             root=str(self.root),

@@ -43,6 +43,7 @@ class IndexProgressBar:
             disable=not enabled or not err.is_terminal,
         )
         self._task = self._progress.add_task("scanning", total=None, chunks=0)
+        self._waited = False
 
     def __enter__(self) -> IndexProgressBar:
         self._progress.start()
@@ -52,6 +53,11 @@ class IndexProgressBar:
         self._progress.stop()
 
     def __call__(self, event: IndexProgress) -> None:
+        if event.phase == "wait":  # another process is writing this index: say so, once
+            if not self._waited:
+                self._waited = True
+                err.print(f"rag-lsp: {event.message}…")
+            return
         description = {"scan": "scanning", "index": "indexing", "finish": "finishing"}
         self._progress.update(
             self._task,

@@ -45,7 +45,7 @@ WRITE_BATCH_CHUNKS = 512
 class IndexProgress:
     """Where an indexing run is; handed to the progress callback after each step."""
 
-    phase: str  # "scan" | "index" | "finish"
+    phase: str  # "wait" (for another writer) | "scan" | "index" | "finish"
     files_done: int = 0
     files_total: int = 0
     chunks_embedded: int = 0
@@ -78,6 +78,25 @@ class _Pending:
     record: FileRecord
     chunks: list[Chunk]
     language: str
+
+
+class _ChunkIds:
+    """Chunk ids of one file: path, first line and content hash, so an unchanged chunk keeps
+    its id (and its row) across re-indexing. Unique within the file, which the store's
+    replace-by-id needs: identical pieces of one long line get a suffix."""
+
+    def __init__(self, path: str):
+        self._path = path
+        self._seen: set[str] = set()
+
+    def next(self, start_line: int, content_hash: str) -> str:
+        base = f"{self._path}#L{start_line}-{content_hash[:12]}"
+        chunk_id, repeat = base, 1
+        while chunk_id in self._seen:
+            repeat += 1
+            chunk_id = f"{base}.{repeat}"
+        self._seen.add(chunk_id)
+        return chunk_id
 
 
 class Indexer:
@@ -243,13 +262,14 @@ class Indexer:
         rows: list[dict] = []
         position = 0
         for item in pending:
+            ids = _ChunkIds(item.record.path)
             for chunk in item.chunks:
                 content_hash = hashes[position]
                 position += 1
                 known = stored.get(content_hash)
                 rows.append(
                     {
-                        "id": f"{item.record.path}#L{chunk.start_line}-{content_hash[:12]}",
+                        "id": ids.next(chunk.start_line, content_hash),
                         "path": item.record.path,
                         "start_line": chunk.start_line,
                         "end_line": chunk.end_line,

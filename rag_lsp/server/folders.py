@@ -92,6 +92,7 @@ class FolderIndex:
         """Stop work on this folder: cancel the run and pending timers, retire the writer."""
         self.closed = True
         self.cancel.set()
+        self.workspace.close()  # a write waiting for another process's lock gives up
         for timer in (self.flush_timer, self.compact_timer):
             if timer is not None:
                 timer.cancel()

@@ -189,6 +189,8 @@ class IndexingService:
         try:
             report = await loop.run_in_executor(folder.writer, folder.workspace.update, paths)
         except RagLspError as exc:
+            if folder.closed:
+                return  # closed while it waited for another process's write
             log.warning("%s: could not apply %d changed files: %s", folder.name, len(paths), exc)
             self.server.set_folder_state(folder, ERROR, str(exc))
             return
