@@ -11,6 +11,7 @@ import asyncio
 import dataclasses
 import hashlib
 import logging
+import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -44,6 +45,7 @@ from rag_lsp.server.folders import (
     FolderIndex,
     uri_to_path,
 )
+from rag_lsp.server.framing import FrameGuard, LockedWire, encode_frame
 from rag_lsp.server.methods import RAG_INDEX_STATUS, SETTINGS_SECTION
 from rag_lsp.server.stdio import ClientLogHandler, claim_stdout, configure_logging
 from rag_lsp.workspace import Workspace, load_embedder
@@ -419,7 +421,9 @@ def serve_stdio(log_level: str = "info") -> None:
             types.LogMessageParams(type=kind, message=message)))
 
     logging.getLogger("rag_lsp").addHandler(ClientLogHandler(to_client))
+    out = LockedWire(wire)
+    stdin = FrameGuard(sys.stdin.buffer, lambda error: out.write(encode_frame(error)))
     try:
-        server.start_io(stdout=wire)
+        server.start_io(stdin=stdin, stdout=out)
     finally:  # also when the client vanished without `shutdown`: stop indexing, then exit
         server.stop()
