@@ -43,3 +43,12 @@ class IndexMissingError(RagLspError):
 
 class WorkspaceClosedError(RagLspError):
     """The workspace was closed while a write waited its turn."""
+
+
+class BadInputError(RagLspError):
+    """The caller asked for something that cannot be done as asked (the message says what
+    to change): an empty query, an unknown mode, an anchor outside the workspace…"""
+
+
+class DiskFullError(RagLspError):
+    """No space left to write the index or knowledge base."""

@@ -27,6 +27,7 @@ from rag_lsp.embedding.embedder import OnnxEmbedder
 from rag_lsp.embedding.model_files import find_model
 from rag_lsp.embedding.tokenizer import ModelTokenCounter
 from rag_lsp.errors import (
+    BadInputError,
     IndexBusyError,
     IndexCorruptError,
     IndexMissingError,
@@ -375,7 +376,7 @@ class Workspace:
         setting by default; see :mod:`rag_lsp.search.ranking` for what the score means)."""
         started = time.perf_counter()
         if top_k is not None and top_k < 1:
-            raise RagLspError(f"top_k must be at least 1 (got {top_k})")
+            raise BadInputError(f"top_k must be at least 1 (got {top_k})")
         mode, warnings = self._search_mode(query, mode)
         with self.priority.searching():
             results = self._read(lambda store: search_files(
@@ -454,9 +455,9 @@ class Workspace:
         """The mode to use (lexical without a model) and any warning to pass on."""
         mode = mode or self.settings.search_mode
         if mode not in MODES:
-            raise RagLspError(f"search mode {mode!r} is not one of {', '.join(MODES)}")
+            raise BadInputError(f"search mode {mode!r} is not one of {', '.join(MODES)}")
         if not query.strip():
-            raise RagLspError("the search query is empty; pass some words to look for")
+            raise BadInputError("the search query is empty; pass some words to look for")
         if self.embedder is None and mode != "lexical":
             return "lexical", [f"semantic search is unavailable, showing lexical results "
                                f"only: {self.model_error}"]

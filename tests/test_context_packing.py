@@ -6,7 +6,7 @@ from __future__ import annotations
 import textwrap
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from rag_lsp.config import Settings
@@ -64,6 +64,8 @@ def indexed(tmp_path_factory, embedder):
        query=st.sampled_from(["password hashing", "follow redirects", "how to deploy",
                               "cache eviction", "debounce in the browser"]),
        manual=st.booleans())
+# Found by hypothesis: the manual file does not fit 65 tokens, a small chunk does.
+@example(budget=65, mode="debugger", query="how to deploy", manual=True)
 def test_built_context_fits_every_budget(indexed, token_counter, budget, mode, query, manual):
     request = ContextRequest(mode=mode, token_budget=budget, query=query)
     if manual:
@@ -76,8 +78,9 @@ def test_built_context_fits_every_budget(indexed, token_counter, budget, mode, q
             lines = (indexed.root / item.path).read_text().splitlines()
             whole = "\n".join(lines[item.start_line - 1:item.end_line])
             assert whole in result.context  # the chunk's lines, all of them
-    if manual and result.items:
-        assert result.items[0].source == "manual"
+    if manual:  # manual context goes first, or was dropped for not fitting the budget
+        dropped_manual = [d for d in result.dropped if d.item.source == "manual"]
+        assert (result.items and result.items[0].source == "manual") or dropped_manual
 
 
 def test_a_query_is_derived_from_a_selection():

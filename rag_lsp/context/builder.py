@@ -19,7 +19,7 @@ from rag_lsp.chunking.types import ChunkOptions, TokenCounter
 from rag_lsp.context.modes import profile_for, rerank
 from rag_lsp.context.packing import ContextItem, Dropped, Packer
 from rag_lsp.context.query import derive_query
-from rag_lsp.errors import RagLspError
+from rag_lsp.errors import BadInputError
 from rag_lsp.indexing.secrets import redact_secrets
 from rag_lsp.search.results import SearchFilters
 from rag_lsp.workspace import Workspace
@@ -31,7 +31,7 @@ KNOWLEDGE_RESULTS = 10
 DEFINITION_KINDS = ("function", "method", "class")
 
 
-class BadContextRequest(RagLspError):
+class BadContextRequest(BadInputError):
     """The request names something that does not exist (a file, a line range)."""
 
 

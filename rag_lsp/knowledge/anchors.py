@@ -11,7 +11,7 @@ import hashlib
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
-from rag_lsp.errors import RagLspError
+from rag_lsp.errors import BadInputError
 from rag_lsp.knowledge.entries import Anchor, AnchorSpec
 
 
@@ -34,7 +34,7 @@ def hash_lines(lines: list[str]) -> str:
 def relative_path(root: Path, path: str) -> str:
     """``path`` as a POSIX path relative to ``root``; absolute paths must lie inside it."""
     if not path or not path.strip():
-        raise RagLspError("an anchor needs a file path relative to the workspace root")
+        raise BadInputError("an anchor needs a file path relative to the workspace root")
     candidate = Path(path)
     if candidate.is_absolute():
         for base, target in ((root, candidate), (root.resolve(), candidate.resolve())):
@@ -42,10 +42,10 @@ def relative_path(root: Path, path: str) -> str:
                 return target.relative_to(base).as_posix()
             except ValueError:
                 continue
-        raise RagLspError(f"anchor path {path} is outside the workspace root {root}")
+        raise BadInputError(f"anchor path {path} is outside the workspace root {root}")
     parts = [p for p in PurePosixPath(path).parts if p != "."]
     if not parts or ".." in parts:
-        raise RagLspError(
+        raise BadInputError(
             f"anchor path {path!r} must name a file inside the workspace, relative to its root "
             "(no `..`)"
         )
@@ -58,18 +58,18 @@ def make_anchor(root: Path, spec: AnchorSpec) -> Anchor:
     rel = relative_path(root, spec.path)
     label = f"{rel}:L{spec.start_line}-L{spec.end_line}"
     if spec.start_line < 1 or spec.end_line < spec.start_line:
-        raise RagLspError(
+        raise BadInputError(
             f"anchor {label}: lines are 1-based and the end must not come before the start"
         )
     file = root / rel
     if not file.is_file():
-        raise RagLspError(f"anchor {label}: {rel} does not exist in the workspace {root}")
+        raise BadInputError(f"anchor {label}: {rel} does not exist in the workspace {root}")
     try:
         lines = read_lines(file)
     except OSError as exc:
-        raise RagLspError(f"anchor {label}: cannot read {rel} ({exc})") from exc
+        raise BadInputError(f"anchor {label}: cannot read {rel} ({exc})") from exc
     if spec.end_line > len(lines):
-        raise RagLspError(
+        raise BadInputError(
             f"anchor {label} is beyond the end of {rel}, which has {len(lines)} "
             f"line{'s' if len(lines) != 1 else ''}"
         )

@@ -9,7 +9,7 @@ import json
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
-from rag_lsp.errors import RagLspError
+from rag_lsp.errors import BadInputError
 
 BUILTIN_MODES = ("debugger", "security", "performance", "planning")
 
@@ -189,5 +189,5 @@ def parse_time(value: str) -> datetime:
     except ValueError:
         parsed = None
     if not text or parsed is None:
-        raise RagLspError(f"cannot read the time {value!r}: expected {TIME_FORMAT_HINT}")
+        raise BadInputError(f"cannot read the time {value!r}: expected {TIME_FORMAT_HINT}")
     return as_utc(parsed)

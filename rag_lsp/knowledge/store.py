@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rag_lsp.errors import RagLspError
+from rag_lsp.errors import BadInputError, ModelNotFoundError, RagLspError
 from rag_lsp.knowledge.anchors import FileCache, check, make_anchor, relative_path
 from rag_lsp.knowledge.entries import AnchorSpec, KnowledgeEntry, as_utc, format_time, to_micros
 from rag_lsp.knowledge.table import COLUMNS, KnowledgeTable
@@ -68,7 +68,7 @@ class KnowledgeBase:
         """
         _check_mode(mode)
         if not content or not content.strip():
-            raise RagLspError("a knowledge entry needs some content")
+            raise BadInputError("a knowledge entry needs some content")
         embed = self._require_embed("add knowledge entries")
         self._table.check_dimension()
         when = as_utc(now) if now is not None else datetime.now(timezone.utc)
@@ -104,9 +104,9 @@ class KnowledgeBase:
         (see :meth:`check_anchors`)."""
         _check_mode(mode)
         if not query or not query.strip():
-            raise RagLspError("the knowledge search query is empty; pass some words to look for")
+            raise BadInputError("the knowledge search query is empty; pass some words to look for")
         if top_k < 1:
-            raise RagLspError(f"top_k must be at least 1 (got {top_k})")
+            raise BadInputError(f"top_k must be at least 1 (got {top_k})")
         where = _where(mode, since, until)
         embed = self._require_embed("search knowledge")
         if not self._table.exists():
@@ -129,7 +129,7 @@ class KnowledgeBase:
         Anchors are re-checked (see :meth:`check_anchors`)."""
         _check_mode(mode)
         if limit < 1 or offset < 0:
-            raise RagLspError(f"limit must be >= 1 and offset >= 0 (got {limit}, {offset})")
+            raise BadInputError(f"limit must be >= 1 and offset >= 0 (got {limit}, {offset})")
         keys = self._table.rows(_where(mode, since, until), ["id", "created_us"])
         keys.sort(key=lambda r: (-r["created_us"], r["id"]))
         page_ids = [r["id"] for r in keys[offset : offset + limit]]
@@ -184,7 +184,7 @@ class KnowledgeBase:
 
     def _require_embed(self, action: str) -> Embed:
         if self._embed is None:
-            raise RagLspError(
+            raise ModelNotFoundError(
                 f"cannot {action}: that needs the embedding model, which is not loaded. Run "
                 "`rag-lsp model install` (offline) or set `modelDir`, then restart. Listing, "
                 "deleting and clearing entries work without it."
@@ -231,7 +231,7 @@ class KnowledgeBase:
 
 def _check_mode(mode: str) -> None:
     if not isinstance(mode, str) or not mode.strip():
-        raise RagLspError("a knowledge mode is required (e.g. `debugger`)")
+        raise BadInputError("a knowledge mode is required (e.g. `debugger`)")
 
 
 def _clean_tags(tags: Sequence[str]) -> list[str]:
@@ -247,7 +247,7 @@ def _clean_tags(tags: Sequence[str]) -> list[str]:
 
 def _where(mode: str, since: datetime | None, until: datetime | None) -> str | None:
     if since is not None and until is not None and as_utc(since) > as_utc(until):
-        raise RagLspError(
+        raise BadInputError(
             f"the time window is empty: since ({format_time(since)}) is after until "
             f"({format_time(until)})"
         )

@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from rag_lsp.errors import IndexCorruptError, IndexMismatchError
 from rag_lsp.knowledge.entries import KnowledgeEntry, anchors_to_json
+from rag_lsp.store.failures import transient_failure
 from rag_lsp.store.private import private_dir
 from rag_lsp.store.sql import in_list
 
@@ -59,7 +60,8 @@ def _reports_damage(method: Callable) -> Callable:
         try:
             return method(self, *args, **kwargs)
         except (OSError, RuntimeError) as exc:
-            raise self.damage(exc) from exc
+            transient = transient_failure(exc, f"the knowledge base in {self.index_dir}")
+            raise (transient or self.damage(exc)) from exc
 
     return wrapper
 

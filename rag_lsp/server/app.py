@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 
@@ -34,6 +33,7 @@ from rag_lsp.context.modes import unknown_mode_message
 from rag_lsp.embedding.embedder import OnnxEmbedder
 from rag_lsp.errors import ConfigError, RagLspError
 from rag_lsp.priority import SearchFirst
+from rag_lsp.server.errors import RagRequestError, bad_input, not_initialized
 from rag_lsp.server.features import context, indexing, knowledge, lifecycle, search, watching
 from rag_lsp.server.folders import (
     DEGRADED,
@@ -69,18 +69,6 @@ def _only_search_changed(old: Settings, new: Settings) -> bool:
     changed = {f.name for f in dataclasses.fields(Settings)
                if getattr(old, f.name) != getattr(new, f.name)}
     return changed <= SEARCH_SETTINGS
-
-
-class RagRequestError(JsonRpcException):
-    """A request that could not be served; the message says why and what to do."""
-
-    CODE = -32000
-
-
-class NotInitializedError(JsonRpcException):
-    """A request before ``initialize``: LSP's ServerNotInitialized, at once (no waiting)."""
-
-    CODE = -32002
 
 
 class RagProtocol(LanguageServerProtocol):
@@ -359,29 +347,29 @@ class RagServer(LanguageServer):
 
     def require_enabled(self) -> None:
         if not self.enabled:
-            raise RagRequestError(DISABLED_MESSAGE)
+            raise RagRequestError(DISABLED_MESSAGE, "disabled")
 
     async def open_folders(self) -> list[FolderIndex]:
         """The folders, for requests that need at least one (waits for start-up)."""
         if not self.initialize_received:
-            raise NotInitializedError(
+            raise not_initialized(
                 "the server is not initialized: send `initialize`, then `initialized`, first")
         if not self.started:
             try:
                 await asyncio.wait_for(self._started.wait(), STARTUP_WAIT_SECONDS)
             except TimeoutError:
-                raise RagRequestError(
+                raise not_initialized(
                     f"start-up did not finish within {STARTUP_WAIT_SECONDS:.0f} s: the client "
                     "must send `initialized` after `initialize`; retry then") from None
         self.require_enabled()
         if not self.folders:
-            raise RagRequestError("no workspace folder is open")
+            raise RagRequestError("no workspace folder is open", "no-folder", retryable=True)
         return list(self.folders.values())
 
     def check_mode(self, mode: str) -> str:
         problem = unknown_mode_message(mode, self.settings.extra_modes)
         if problem:
-            raise JsonRpcInvalidParams(f"$.mode = {mode!r}: {problem}")
+            raise bad_input(f"$.mode = {mode!r}: {problem}")
         return mode
 
     def request_error(self, message: str) -> RagRequestError:

@@ -22,6 +22,7 @@ import pyarrow as pa
 from lancedb.index import FTS
 
 from rag_lsp.errors import IndexCorruptError
+from rag_lsp.store.failures import transient_failure
 from rag_lsp.store.manifest import REBUILD_HINT
 from rag_lsp.store.private import private_dir
 from rag_lsp.store.sql import in_list
@@ -105,6 +106,9 @@ def _reports_damage(method: Callable) -> Callable:
         try:
             return method(self, *args, **kwargs)
         except (OSError, RuntimeError) as exc:
+            transient = transient_failure(exc, f"the index at {self.index_dir}")
+            if transient is not None:
+                raise transient from exc
             detail = (str(exc) or type(exc).__name__).splitlines()[0]
             raise IndexCorruptError(
                 f"the index at {self.index_dir} is damaged ({detail}). {REBUILD_HINT}"

@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from pygls.exceptions import JsonRpcInvalidParams
-
 from rag_lsp.context.builder import (
     BadContextRequest,
     ContextRequest,
@@ -15,6 +13,7 @@ from rag_lsp.context.builder import (
     build_context,
 )
 from rag_lsp.context.packing import ContextItem
+from rag_lsp.server.errors import bad_input, rag_request
 from rag_lsp.server.features.knowledge import lines_of
 from rag_lsp.server.features.search import lsp_range
 from rag_lsp.server.folders import path_to_uri, uri_to_path
@@ -59,14 +58,14 @@ def _request(args: dict) -> ContextRequest:
 
 
 def register(server: RagServer) -> None:
-    @server.feature(RAG_INJECT_CONTEXT)
+    @rag_request(server, RAG_INJECT_CONTEXT)
     async def inject_context(ls: RagServer, params: Any) -> dict:
         args = parse_params(RAG_INJECT_CONTEXT, params)
         args["mode"] = ls.check_mode(args["mode"])
         request = _request(args)
         if not (request.query or "").strip() and request.active_file is None:
             if not request.manual:
-                raise JsonRpcInvalidParams(
+                raise bad_input(
                     f"invalid params for {RAG_INJECT_CONTEXT}: $.query: required when there "
                     "is no activeFile or manualContext")
         folders = await ls.open_folders()
@@ -81,7 +80,7 @@ def register(server: RagServer) -> None:
             result = await asyncio.get_running_loop().run_in_executor(
                 ls.search_pool, build_context, sources, request, counter)
         except BadContextRequest as exc:
-            raise JsonRpcInvalidParams(f"invalid params for {RAG_INJECT_CONTEXT}: {exc}") from exc
+            raise bad_input(f"invalid params for {RAG_INJECT_CONTEXT}: {exc}") from exc
         return {
             "context": result.context,
             "items": [wire_item(i) for i in result.items],

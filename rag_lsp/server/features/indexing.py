@@ -16,11 +16,10 @@ from datetime import datetime, timezone
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from pygls.exceptions import JsonRpcInvalidParams
-
 from rag_lsp.config import CONFIG_FILE_NAME
 from rag_lsp.errors import RagLspError
 from rag_lsp.indexing.indexer import IndexProgress, IndexReport
+from rag_lsp.server.errors import bad_input, rag_request
 from rag_lsp.server.folders import DEGRADED, ERROR, INDEXING, READY, FolderIndex, uri_to_path
 from rag_lsp.server.methods import RAG_REINDEX
 from rag_lsp.server.progress import WorkDone, describe, percentage
@@ -248,7 +247,7 @@ def summarise(report: IndexReport) -> str:
 
 
 def register(server: RagServer) -> None:
-    @server.feature(RAG_REINDEX)
+    @rag_request(server, RAG_REINDEX)
     async def reindex(ls: RagServer, params: Any) -> dict:
         args = parse_params(RAG_REINDEX, params)
         ls.require_enabled()
@@ -258,7 +257,7 @@ def register(server: RagServer) -> None:
             folders = [f for f in folders if f.root == wanted]
             if not folders:
                 open_ = ", ".join(ls.folders) or "none"
-                raise JsonRpcInvalidParams(
+                raise bad_input(
                     f"$.folder = {args['folder']!r}: not an open workspace folder "
                     f"(open: {open_})"
                 )

@@ -10,10 +10,9 @@ import asyncio
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from pygls.exceptions import JsonRpcInvalidParams
-
 from rag_lsp.errors import RagLspError
 from rag_lsp.knowledge import AnchorSpec, KnowledgeEntry, parse_time
+from rag_lsp.server.errors import bad_input, rag_request
 from rag_lsp.server.features.search import lsp_range
 from rag_lsp.server.folders import FolderIndex, folder_of, path_to_uri, uri_to_path
 from rag_lsp.server.methods import (
@@ -50,9 +49,9 @@ def _times(args: dict) -> dict:
     try:
         times = {key: parse_time(args[key]) for key in ("since", "until") if key in args}
     except RagLspError as exc:
-        raise JsonRpcInvalidParams(f"$.since/$.until: {exc}") from exc
+        raise bad_input(f"$.since/$.until: {exc}") from exc
     if "since" in times and "until" in times and times["since"] > times["until"]:
-        raise JsonRpcInvalidParams(
+        raise bad_input(
             f"$.since = {args['since']!r} is after $.until = {args['until']!r}: nothing can "
             "match; swap them")
     return times
@@ -73,7 +72,7 @@ async def _anchors(ls: RagServer, raw: list[dict]) -> tuple[FolderIndex, list[An
         path = path.resolve() if path else None
         folder = folder_of(ls.folders, path) if path else None
         if folder is None or (home is not None and folder is not home):
-            raise JsonRpcInvalidParams(
+            raise bad_input(
                 f"$.anchors[{position}].uri = {anchor['uri']!r}: must be a file in "
                 + ("the same workspace folder as the first anchor" if folder else
                    "an open workspace folder"))
@@ -84,21 +83,18 @@ async def _anchors(ls: RagServer, raw: list[dict]) -> tuple[FolderIndex, list[An
 
 
 def register(server: RagServer) -> None:
-    @server.feature(RAG_KB_ADD)
+    @rag_request(server, RAG_KB_ADD)
     async def kb_add(ls: RagServer, params: Any) -> dict:
         args = parse_params(RAG_KB_ADD, params)
         mode = ls.check_mode(args["mode"])
         folder, anchors = await _anchors(ls, args.get("anchors", []))
-        try:
-            entry = await _in_pool(
-                ls, folder.workspace.knowledge.add, mode, args["content"],
-                title=args.get("title", ""), tags=args.get("tags", ()),
-                session_id=args.get("sessionId"), anchors=anchors)
-        except RagLspError as exc:
-            raise JsonRpcInvalidParams(f"{RAG_KB_ADD}: {exc}") from exc
+        entry = await _in_pool(
+            ls, folder.workspace.knowledge.add, mode, args["content"],
+            title=args.get("title", ""), tags=args.get("tags", ()),
+            session_id=args.get("sessionId"), anchors=anchors)
         return {"id": entry.id, "createdAt": entry.created_at}
 
-    @server.feature(RAG_KB_SEARCH)
+    @rag_request(server, RAG_KB_SEARCH)
     async def kb_search(ls: RagServer, params: Any) -> dict:
         args = parse_params(RAG_KB_SEARCH, params)
         mode = ls.check_mode(args["mode"])
@@ -113,7 +109,7 @@ def register(server: RagServer) -> None:
         found.sort(key=lambda p: (round(p[1].score or 0.0, 2), p[1].created_at), reverse=True)
         return {"entries": [wire_entry(f, e) for f, e in found[:top_k]]}
 
-    @server.feature(RAG_KB_LIST)
+    @rag_request(server, RAG_KB_LIST)
     async def kb_list(ls: RagServer, params: Any) -> dict:
         args = parse_params(RAG_KB_LIST, params)
         mode = ls.check_mode(args["mode"])
@@ -130,7 +126,7 @@ def register(server: RagServer) -> None:
         return {"entries": [wire_entry(f, e) for f, e in listed[offset:offset + limit]],
                 "total": total}
 
-    @server.feature(RAG_KB_DELETE)
+    @rag_request(server, RAG_KB_DELETE)
     async def kb_delete(ls: RagServer, params: Any) -> dict:
         args = parse_params(RAG_KB_DELETE, params)
         mode = ls.check_mode(args["mode"])
@@ -139,7 +135,7 @@ def register(server: RagServer) -> None:
                 return {"removed": 1}
         return {"removed": 0}
 
-    @server.feature(RAG_KB_CLEAR)
+    @rag_request(server, RAG_KB_CLEAR)
     async def kb_clear(ls: RagServer, params: Any) -> dict:
         args = parse_params(RAG_KB_CLEAR, params)
         mode = ls.check_mode(args["mode"])

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from rag_lsp.errors import RagLspError
 from rag_lsp.search.results import LineRange, SearchFilters, SearchResponse, SearchResult
+from rag_lsp.server.errors import rag_request
 from rag_lsp.server.folders import FolderIndex, path_to_uri
 from rag_lsp.server.methods import RAG_SEARCH, RAG_STATUS
 from rag_lsp.server.protocol import parse_params
@@ -96,6 +97,9 @@ async def search(server: RagServer, args: dict) -> dict:
             warnings.extend(w for w in answer.warnings if w not in warnings)
             results.extend((folder, r) for r in answer.results)
     if failures and len(failures) == len(folders):
+        errors = [a for a in answers if isinstance(a, RagLspError)]
+        if len({type(e) for e in errors}) == 1:
+            raise errors[0]  # one kind of failure: the client gets its kind and code
         raise server.request_error("search failed: " + "; ".join(failures))
     warnings.extend(failures)
     if len(folders) > 1:  # one folder keeps the engine's (fused) order
@@ -114,13 +118,13 @@ async def search(server: RagServer, args: dict) -> dict:
 
 
 def register(server: RagServer) -> None:
-    @server.feature(RAG_SEARCH)
+    @rag_request(server, RAG_SEARCH)
     async def rag_search(ls: RagServer, params: Any) -> dict:
         args = parse_params(RAG_SEARCH, params)
         ls.require_enabled()
         return await search(ls, args)
 
-    @server.feature(RAG_STATUS)
+    @rag_request(server, RAG_STATUS)
     async def rag_status(ls: RagServer, params: Any) -> dict:
         parse_params(RAG_STATUS, params)
         for folder in list(ls.folders.values()):
