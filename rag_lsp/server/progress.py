@@ -13,7 +13,7 @@ from lsprotocol import types
 from rag_lsp.indexing.indexer import IndexProgress
 
 if TYPE_CHECKING:
-    from rag_lsp.server.app import RagServer
+    from rag_lsp.server.state import ServerState
 
 log = logging.getLogger(__name__)
 
@@ -23,7 +23,7 @@ REPORT_EVERY_SECONDS = 0.2  # enough for a smooth bar without flooding the clien
 class WorkDone:
     """``begin`` → ``report``… → ``end`` for one token; a client's cancel sets ``cancel``."""
 
-    def __init__(self, server: RagServer, title: str, cancel: threading.Event):
+    def __init__(self, server: ServerState, title: str, cancel: threading.Event):
         self._server = server
         self._title = title
         self._cancel = cancel

@@ -11,9 +11,10 @@ import logging
 import os
 import sys
 from collections.abc import Callable
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from lsprotocol import types
+from pygls.protocol import LanguageServerProtocol
 
 
 def claim_stdout() -> BinaryIO:
@@ -63,3 +64,13 @@ def configure_logging(level: str) -> None:
     # pygls logs every message at debug/info; keep its chatter out unless asked for.
     if level.upper() != "DEBUG":
         logging.getLogger("pygls").setLevel(logging.WARNING)
+
+
+class RagProtocol(LanguageServerProtocol):
+    """JSON-RPC allows a request or notification without ``params``; pygls's fallback message
+    types require the field, and would drop such a message without any reply."""
+
+    def structure_message(self, data: dict[str, Any]):
+        if isinstance(data, dict) and "method" in data and "params" not in data:
+            data = {**data, "params": None}
+        return super().structure_message(data)

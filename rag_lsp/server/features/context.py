@@ -21,7 +21,7 @@ from rag_lsp.server.methods import RAG_INJECT_CONTEXT
 from rag_lsp.server.protocol import parse_params
 
 if TYPE_CHECKING:
-    from rag_lsp.server.app import RagServer
+    from rag_lsp.server.state import ServerState
 
 
 def wire_item(item: ContextItem) -> dict:
@@ -57,9 +57,9 @@ def _request(args: dict) -> ContextRequest:
     return request
 
 
-def register(server: RagServer) -> None:
+def register(server: ServerState) -> None:
     @rag_request(server, RAG_INJECT_CONTEXT)
-    async def inject_context(ls: RagServer, params: Any) -> dict:
+    async def inject_context(ls: ServerState, params: Any) -> dict:
         args = parse_params(RAG_INJECT_CONTEXT, params)
         args["mode"] = ls.check_mode(args["mode"])
         request = _request(args)

@@ -20,24 +20,20 @@ from rag_lsp.config import CONFIG_FILE_NAME
 from rag_lsp.errors import RagLspError
 from rag_lsp.indexing.indexer import IndexProgress, IndexReport
 from rag_lsp.server.errors import bad_input, rag_request
+from rag_lsp.server.features.compaction import schedule_compact
 from rag_lsp.server.folders import DEGRADED, ERROR, INDEXING, READY, FolderIndex, uri_to_path
 from rag_lsp.server.methods import RAG_REINDEX
 from rag_lsp.server.progress import WorkDone, describe, percentage
 from rag_lsp.server.protocol import parse_params
+from rag_lsp.server.tasks import spawn
 
 if TYPE_CHECKING:
-    from rag_lsp.server.app import RagServer
+    from rag_lsp.server.state import ServerState
 
 log = logging.getLogger(__name__)
 
 QUIET_SECONDS = 0.03  # an event burst is over once it has been quiet this long…
 MAX_DELAY_SECONDS = 0.25  # …but pending events never wait longer than this
-# Every uncompacted update makes the next updates and searches slower (bench: +0.4 ms per
-# lexical search each), and a compaction costs ~0.5 s on the writer. So: compact once updates
-# have settled, or after a number of them, or when the oldest has waited long enough.
-COMPACT_AFTER_SECONDS = 20.0
-COMPACT_EVERY_UPDATES = 20
-COMPACT_AT_LATEST_SECONDS = 30.0
 
 
 class IndexCancelled(Exception):
@@ -49,7 +45,7 @@ def _now() -> str:
 
 
 class IndexingService:
-    def __init__(self, server: RagServer):
+    def __init__(self, server: ServerState):
         self.server = server
 
     # ---- runs --------------------------------------------------------------------------
@@ -68,7 +64,7 @@ class IndexingService:
                 return True
             folder.cancel.set()  # a full rebuild replaces the current run
         previous = folder.run
-        folder.run = asyncio.ensure_future(self._run(folder, full, previous))
+        folder.run = spawn(self._run(folder, full, previous))
         return True
 
     async def _run(self, folder: FolderIndex, full: bool, previous: asyncio.Task | None) -> None:
@@ -143,7 +139,7 @@ class IndexingService:
         for path in paths:
             rel = folder.rules.relative(path)
             if rel == CONFIG_FILE_NAME:
-                asyncio.ensure_future(self.server.reopen_folder(folder.uri))
+                spawn(self.server.registry.reopen(folder.uri))
                 return
             if rel is None or not folder.rules.may_matter(rel):
                 continue
@@ -165,7 +161,7 @@ class IndexingService:
         if folder.flush_timer is not None:
             folder.flush_timer.cancel()
         folder.flush_timer = loop.call_later(
-            delay, lambda: asyncio.ensure_future(self.flush(folder))
+            delay, lambda: spawn(self.flush(folder))
         )
 
     async def flush(self, folder: FolderIndex) -> None:
@@ -204,41 +200,11 @@ class IndexingService:
                      report.files_removed, report.chunks_embedded, report.seconds * 1000)
             folder.last_update = _now()
             folder.updates_since_compact += 1
-            self.schedule_compact(folder)
+            schedule_compact(folder)
             await self.refresh_counts(folder)
             self.server.send_index_status()
         if folder.pending or folder.rescan:
             self.schedule_flush(folder, delay=0)
-
-    # ---- compaction --------------------------------------------------------------------
-
-    def schedule_compact(self, folder: FolderIndex) -> None:
-        loop = asyncio.get_running_loop()
-        if folder.compact_timer is not None:
-            folder.compact_timer.cancel()
-        if not folder.first_uncompacted_at:
-            folder.first_uncompacted_at = loop.time()
-        waited = loop.time() - folder.first_uncompacted_at
-        delay = min(COMPACT_AFTER_SECONDS, max(0.0, COMPACT_AT_LATEST_SECONDS - waited))
-        if folder.updates_since_compact >= COMPACT_EVERY_UPDATES:
-            delay = 0.0
-        folder.compact_timer = loop.call_later(
-            delay, lambda: asyncio.ensure_future(self.compact(folder))
-        )
-
-    async def compact(self, folder: FolderIndex) -> None:
-        folder.compact_timer = None
-        if folder.closed or folder.running:
-            return  # a run compacts at its end
-        folder.updates_since_compact = 0
-        folder.first_uncompacted_at = 0.0
-        try:
-            await asyncio.get_running_loop().run_in_executor(
-                folder.writer, folder.workspace.compact
-            )
-        except Exception as exc:  # compaction is an optimisation; never fatal
-            log.warning("%s: compaction failed: %s", folder.name, exc)
-
 
 def summarise(report: IndexReport) -> str:
     return (f"{report.files_scanned} files scanned, {report.files_indexed} indexed, "
@@ -246,9 +212,9 @@ def summarise(report: IndexReport) -> str:
             f"{report.chunks_total} chunks in the index ({report.seconds:.1f} s)")
 
 
-def register(server: RagServer) -> None:
+def register(server: ServerState) -> None:
     @rag_request(server, RAG_REINDEX)
-    async def reindex(ls: RagServer, params: Any) -> dict:
+    async def reindex(ls: ServerState, params: Any) -> dict:
         args = parse_params(RAG_REINDEX, params)
         ls.require_enabled()
         folders = list(ls.folders.values())

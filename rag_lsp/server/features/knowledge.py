@@ -25,7 +25,7 @@ from rag_lsp.server.methods import (
 from rag_lsp.server.protocol import parse_params
 
 if TYPE_CHECKING:
-    from rag_lsp.server.app import RagServer
+    from rag_lsp.server.state import ServerState
 
 
 def lines_of(lsp: dict) -> tuple[int, int]:
@@ -57,12 +57,12 @@ def _times(args: dict) -> dict:
     return times
 
 
-async def _in_pool(ls: RagServer, call, *args, **kwargs):
+async def _in_pool(ls: ServerState, call, *args, **kwargs):
     return await asyncio.get_running_loop().run_in_executor(
         ls.search_pool, partial(call, *args, **kwargs))
 
 
-async def _anchors(ls: RagServer, raw: list[dict]) -> tuple[FolderIndex, list[AnchorSpec]]:
+async def _anchors(ls: ServerState, raw: list[dict]) -> tuple[FolderIndex, list[AnchorSpec]]:
     folders = await ls.open_folders()
     home: FolderIndex | None = None
     specs = []
@@ -82,9 +82,9 @@ async def _anchors(ls: RagServer, raw: list[dict]) -> tuple[FolderIndex, list[An
     return home or folders[0], specs
 
 
-def register(server: RagServer) -> None:
+def register(server: ServerState) -> None:
     @rag_request(server, RAG_KB_ADD)
-    async def kb_add(ls: RagServer, params: Any) -> dict:
+    async def kb_add(ls: ServerState, params: Any) -> dict:
         args = parse_params(RAG_KB_ADD, params)
         mode = ls.check_mode(args["mode"])
         folder, anchors = await _anchors(ls, args.get("anchors", []))
@@ -95,7 +95,7 @@ def register(server: RagServer) -> None:
         return {"id": entry.id, "createdAt": entry.created_at}
 
     @rag_request(server, RAG_KB_SEARCH)
-    async def kb_search(ls: RagServer, params: Any) -> dict:
+    async def kb_search(ls: ServerState, params: Any) -> dict:
         args = parse_params(RAG_KB_SEARCH, params)
         mode = ls.check_mode(args["mode"])
         times = _times(args)
@@ -110,7 +110,7 @@ def register(server: RagServer) -> None:
         return {"entries": [wire_entry(f, e) for f, e in found[:top_k]]}
 
     @rag_request(server, RAG_KB_LIST)
-    async def kb_list(ls: RagServer, params: Any) -> dict:
+    async def kb_list(ls: ServerState, params: Any) -> dict:
         args = parse_params(RAG_KB_LIST, params)
         mode = ls.check_mode(args["mode"])
         times = _times(args)
@@ -127,7 +127,7 @@ def register(server: RagServer) -> None:
                 "total": total}
 
     @rag_request(server, RAG_KB_DELETE)
-    async def kb_delete(ls: RagServer, params: Any) -> dict:
+    async def kb_delete(ls: ServerState, params: Any) -> dict:
         args = parse_params(RAG_KB_DELETE, params)
         mode = ls.check_mode(args["mode"])
         for folder in await ls.open_folders():
@@ -136,7 +136,7 @@ def register(server: RagServer) -> None:
         return {"removed": 0}
 
     @rag_request(server, RAG_KB_CLEAR)
-    async def kb_clear(ls: RagServer, params: Any) -> dict:
+    async def kb_clear(ls: ServerState, params: Any) -> dict:
         args = parse_params(RAG_KB_CLEAR, params)
         mode = ls.check_mode(args["mode"])
         removed = 0

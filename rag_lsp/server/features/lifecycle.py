@@ -7,35 +7,35 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 if TYPE_CHECKING:
-    from rag_lsp.server.app import RagServer
+    from rag_lsp.server.state import ServerState
 
 
-def register(server: RagServer) -> None:
+def register(server: ServerState) -> None:
     @server.feature(types.INITIALIZE)
-    def initialize(ls: RagServer, params: types.InitializeParams) -> None:
+    def initialize(ls: ServerState, params: types.InitializeParams) -> None:
         ls.init_options = params.initialization_options
         ls.initialize_received = True
 
     @server.feature(types.INITIALIZED)
-    async def initialized(ls: RagServer, params: types.InitializedParams) -> None:
+    async def initialized(ls: ServerState, params: types.InitializedParams) -> None:
         await ls.start()
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def configuration_changed(
-        ls: RagServer, params: types.DidChangeConfigurationParams
+        ls: ServerState, params: types.DidChangeConfigurationParams
     ) -> None:
         await ls.reload_settings(params.settings)
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
     async def folders_changed(
-        ls: RagServer, params: types.DidChangeWorkspaceFoldersParams
+        ls: ServerState, params: types.DidChangeWorkspaceFoldersParams
     ) -> None:
         for removed in params.event.removed:
-            await ls.retire_folder(removed.uri)
+            await ls.registry.retire(removed.uri)
         for added in params.event.added:
-            await ls.open_folder(added.uri)
+            await ls.registry.open(added.uri)
         ls.send_index_status()
 
     @server.feature(types.SHUTDOWN)
-    def shutdown(ls: RagServer, params: None) -> None:
+    def shutdown(ls: ServerState, params: None) -> None:
         ls.stop()

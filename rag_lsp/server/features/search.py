@@ -16,7 +16,7 @@ from rag_lsp.server.methods import RAG_SEARCH, RAG_STATUS
 from rag_lsp.server.protocol import parse_params
 
 if TYPE_CHECKING:
-    from rag_lsp.server.app import RagServer
+    from rag_lsp.server.state import ServerState
 
 
 def lsp_range(start_line: int, end_line: int) -> dict:
@@ -54,7 +54,7 @@ def _filters(raw: dict) -> SearchFilters:
     )
 
 
-async def search(server: RagServer, args: dict) -> dict:
+async def search(server: ServerState, args: dict) -> dict:
     started = time.perf_counter()
     folders = list(server.folders.values())
     cancelled = threading.Event()
@@ -117,15 +117,15 @@ async def search(server: RagServer, args: dict) -> dict:
     }
 
 
-def register(server: RagServer) -> None:
+def register(server: ServerState) -> None:
     @rag_request(server, RAG_SEARCH)
-    async def rag_search(ls: RagServer, params: Any) -> dict:
+    async def rag_search(ls: ServerState, params: Any) -> dict:
         args = parse_params(RAG_SEARCH, params)
         ls.require_enabled()
         return await search(ls, args)
 
     @rag_request(server, RAG_STATUS)
-    async def rag_status(ls: RagServer, params: Any) -> dict:
+    async def rag_status(ls: ServerState, params: Any) -> dict:
         parse_params(RAG_STATUS, params)
         for folder in list(ls.folders.values()):
             await ls.indexing.refresh_counts(folder)

@@ -22,7 +22,7 @@ from lsprotocol import types
 from rag_lsp.server.folders import FolderIndex, folder_of, uri_to_path
 
 if TYPE_CHECKING:
-    from rag_lsp.server.app import RagServer
+    from rag_lsp.server.state import ServerState
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ class FolderWatcher:
 
 
 class WatchService:
-    def __init__(self, server: RagServer):
+    def __init__(self, server: ServerState):
         self.server = server
         self._watchers: dict[str, FolderWatcher] = {}
         self._registration_id: str | None = None
@@ -132,13 +132,13 @@ class WatchService:
                 self.server.indexing.queue_paths(folder, [str(path)])
 
 
-def register(server: RagServer) -> None:
+def register(server: ServerState) -> None:
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
-    def watched_files_changed(ls: RagServer, params: types.DidChangeWatchedFilesParams) -> None:
+    def watched_files_changed(ls: ServerState, params: types.DidChangeWatchedFilesParams) -> None:
         if ls.enabled:
             ls.watching.on_uris([change.uri for change in params.changes])
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
-    def saved(ls: RagServer, params: types.DidSaveTextDocumentParams) -> None:
+    def saved(ls: ServerState, params: types.DidSaveTextDocumentParams) -> None:
         if ls.enabled:
             ls.watching.on_uris([params.text_document.uri])

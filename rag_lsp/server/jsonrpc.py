@@ -1,0 +1,71 @@
+"""JSON-RPC messages on the wire: what makes a body one valid message, and writing frames."""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any, BinaryIO
+
+PARSE_ERROR, INVALID_REQUEST = -32700, -32600
+
+
+def encode_frame(message: dict) -> bytes:
+    body = json.dumps(message).encode("utf-8")
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+class LockedWire:
+    """stdout shared by pygls and the guard: each message is written whole, under a lock."""
+
+    def __init__(self, stream: BinaryIO):
+        self._stream = stream
+        self._lock = threading.Lock()
+
+    def write(self, data: bytes) -> None:
+        with self._lock:
+            self._stream.write(data)
+            self._stream.flush()
+
+    def flush(self) -> None:  # every write is flushed already
+        pass
+
+    def close(self) -> None:
+        self._stream.close()
+
+
+class FrameProblem(Exception):
+    def __init__(self, code: int, message: str, msg_id: Any = None):
+        super().__init__(message)
+        self.code, self.msg_id = code, msg_id
+
+
+def check_message(body: bytes) -> None:
+    """Raise :class:`FrameProblem` unless ``body`` is one JSON-RPC 2.0 message."""
+    try:
+        message = json.loads(body)
+    except RecursionError:
+        raise FrameProblem(INVALID_REQUEST,
+                           "Invalid Request: the message nests too deeply") from None
+    except ValueError as exc:  # includes bad UTF-8
+        raise FrameProblem(PARSE_ERROR,
+                           f"Parse error: the body is not valid JSON ({exc})") from None
+    if isinstance(message, list):
+        raise FrameProblem(INVALID_REQUEST, "Invalid Request: batches are not part of LSP; "
+                                            "send one message per frame")
+    if not isinstance(message, dict):
+        raise FrameProblem(INVALID_REQUEST, "Invalid Request: a message must be a JSON object")
+    msg_id = message.get("id")
+    if msg_id is not None and (isinstance(msg_id, bool)
+                               or not isinstance(msg_id, (str, int))):
+        raise FrameProblem(INVALID_REQUEST, "Invalid Request: `id` must be a string or an "
+                                            f"integer, not {type(msg_id).__name__}")
+    if message.get("jsonrpc") != "2.0":
+        raise FrameProblem(INVALID_REQUEST, 'Invalid Request: `jsonrpc` must be "2.0" '
+                                            f"(got {message.get('jsonrpc')!r})", msg_id)
+    if "method" in message:
+        if not isinstance(message["method"], str):
+            raise FrameProblem(INVALID_REQUEST, "Invalid Request: `method` must be a string",
+                               msg_id)
+    elif "result" not in message and "error" not in message:
+        raise FrameProblem(INVALID_REQUEST, "Invalid Request: no `method` (nor a `result` or "
+                                            "`error` answering one of ours)", msg_id)

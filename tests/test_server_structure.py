@@ -1,0 +1,37 @@
+"""The server's structure: features see a narrow interface, and the server provides it."""
+
+from __future__ import annotations
+
+import inspect
+import subprocess
+import sys
+from pathlib import Path
+
+from rag_lsp.server.main import build_server
+from rag_lsp.server.state import ServerState
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_server_provides_everything_features_may_use():
+    server = build_server()
+    declared = set(ServerState.__annotations__) | {
+        name for name, _ in inspect.getmembers(ServerState) if not name.startswith("_")}
+    # on the class (properties such as pygls's client_capabilities only answer after
+    # initialize) or set on the instance
+    missing = sorted(name for name in declared
+                     if not hasattr(type(server), name) and name not in vars(server))
+    assert missing == []
+
+
+def test_no_import_cycles_and_small_server_modules():
+    tool = ROOT.parent / "shared" / "tools" / "import_cycles.py"
+    if tool.is_file():  # the shared tool is beside the checkout on the team's machines
+        cycles = subprocess.run([sys.executable, str(tool), "rag_lsp"], cwd=ROOT,
+                                capture_output=True, text=True, check=True).stdout
+        assert "cycle" not in cycles, cycles
+    for module in (ROOT / "rag_lsp" / "server").rglob("*.py"):
+        lines = len(module.read_text(encoding="utf-8").splitlines())
+        assert lines < 250, f"{module.relative_to(ROOT)} has {lines} lines"
+    for feature in (ROOT / "rag_lsp" / "server" / "features").glob("*.py"):
+        assert "rag_lsp.server.app" not in feature.read_text(encoding="utf-8"), feature
