@@ -1,6 +1,6 @@
 # Two entry points for a fresh machine:
 #   make demo   - set up, install the model (offline), index a workspace and search it
-#   make test   - set up, install the model and the tools (neovim, chromium), run every test
+#   make test   - set up, install the model and the tools (neovim, chromium, strace), run every test
 VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
@@ -19,12 +19,13 @@ setup: $(BIN)/rag-lsp model
 model: $(BIN)/rag-lsp
 	$(BIN)/rag-lsp model install
 
-# System packages the tests need: Neovim (a real LSP client, tests/test_neovim_client.py) and
-# Chromium (the VS Code sidebar page, vscode-client/test/browser).
+# System packages the tests need: Neovim (a real LSP client, tests/test_neovim_client.py),
+# Chromium (the VS Code sidebar page, vscode-client/test/browser) and strace (proof that the
+# server opens no internet socket, tests/test_no_network.py).
 SUDO := $(shell [ "$$(id -u)" = 0 ] || ! command -v sudo >/dev/null || echo sudo)
 tools:
-	command -v nvim >/dev/null && command -v chromium >/dev/null || { \
-	  $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q neovim chromium; }
+	command -v nvim >/dev/null && command -v chromium >/dev/null && command -v strace >/dev/null || { \
+	  $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q neovim chromium strace; }
 
 # The VS Code client: dependencies exactly as locked, then typecheck + unit + browser tests.
 CLIENT := vscode-client

@@ -7,7 +7,14 @@ import threading
 from collections.abc import Callable, Sequence
 
 import numpy as np
-import onnxruntime as ort
+
+# onnxruntime's Linux wheels carry Microsoft's 1DS telemetry, which resolves and posts to
+# mobile.events.data.microsoft.com from a native thread (disable_telemetry_events() does not
+# stop it). This variable, read when the library loads, does: no network, as promised. A user
+# who sets it themselves keeps their value.
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+
+import onnxruntime as ort  # noqa: E402 - after the variable above
 
 from rag_lsp.embedding.model_files import ModelFiles, find_model, load_manifest, verify_files
 from rag_lsp.embedding.tokenizer import MAX_MODEL_TOKENS, load_tokenizer

@@ -1,0 +1,46 @@
+"""No network at run time: the real server indexes and searches under strace, and opens no
+internet socket (onnxruntime's telemetry used to resolve mobile.events.data.microsoft.com)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import time
+
+import pytest
+
+from . import raw_lsp
+from .conftest import SAMPLE_FILES, write_files
+
+pytestmark = pytest.mark.skipif(shutil.which("strace") is None,
+                                reason="strace is not installed (`make tools` installs it)")
+
+
+def test_the_server_opens_no_internet_socket(tmp_path, monkeypatch):
+    root = tmp_path / "repo"
+    write_files(root, SAMPLE_FILES)
+    trace = tmp_path / "trace.txt"
+    popen = raw_lsp.subprocess.Popen
+
+    def traced(args, **kwargs):
+        return popen(["strace", "-f", "-s", "120", "-e", "trace=network", "-o", str(trace),
+                      *args], **kwargs)
+
+    monkeypatch.setattr(raw_lsp.subprocess, "Popen", traced)
+    server = raw_lsp.RawServer(root)
+    try:
+        server.wait_for_state("ready")
+        answer = server.request("rag/search", {"query": "where are redirects followed?"})
+        assert answer["result"]["results"]
+        time.sleep(10)  # the telemetry thread reported within seconds of start-up
+    finally:
+        server.close()
+    calls = trace.read_text(encoding="utf-8").splitlines()
+    internet = [c for c in calls if re.search(r"\b(connect|sendto|sendmsg)\(", c)
+                and ("AF_INET" in c or "htons(53)" in c or "microsoft" in c)]
+    assert internet == []
+    # The one internet-family socket allowed: urllib3's import-time IPv6 probe (imported by
+    # lancedb), bound to ::1 and closed, nothing sent.
+    sockets = [c for c in calls if "socket(AF_INET" in c]
+    binds = [c for c in calls if re.search(r"\bbind\(", c) and "AF_INET" in c]
+    assert len(sockets) <= 1 and all('"::1"' in b for b in binds), sockets + binds
