@@ -49,6 +49,19 @@ def test_unloadable_model_file_degrades_too(workspace, tmp_path, model_files):
     assert ws.search("password hashing").mode == "lexical"
 
 
+def test_a_garbage_tokenizer_degrades_with_the_fix_not_a_traceback(workspace, tmp_path,
+                                                                   model_files):
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    shutil.copyfile(model_files.onnx_path, broken / "model.onnx")
+    (broken / "tokenizer.json").write_text("garbage{", encoding="utf-8")
+    ws = reopen_without_model(workspace, broken)
+    assert isinstance(ws.model_error, ModelIntegrityError)
+    assert "tokenizer file" in str(ws.model_error) and "rag-lsp model install" in str(
+        ws.model_error)
+    assert ws.search("password hashing").mode == "lexical"
+
+
 def test_no_index_and_no_model_is_one_clear_error(sample_root, tmp_path):
     ws = Workspace.open(sample_root, Settings.from_dict({"modelDir": str(tmp_path / "none")}))
     with pytest.raises(ModelNotFoundError, match="rag-lsp model install"):

@@ -200,6 +200,14 @@ def test_corrupt_manifest_is_reported_and_full_rebuilds(workspace):
     assert reopened.status().files == 5
 
 
+def test_an_index_path_that_is_a_file_is_a_clear_error(sample_root, embedder):
+    (sample_root / ".rag-lsp").write_text("not a folder", encoding="utf-8")
+    ws = Workspace.open(sample_root, Settings.from_dict({}), embedder=embedder)
+    with pytest.raises(RagLspError, match="exists but is not a folder.*indexPath"):
+        ws.index()
+    assert (sample_root / ".rag-lsp").read_text(encoding="utf-8") == "not a folder"
+
+
 def test_missing_table_is_damage_not_an_empty_index(workspace):
     import shutil
 

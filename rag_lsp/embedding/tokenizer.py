@@ -6,7 +6,21 @@ from pathlib import Path
 
 from tokenizers import Tokenizer
 
+from rag_lsp.errors import ModelIntegrityError
+
 MAX_MODEL_TOKENS = 256  # all-MiniLM-L6-v2 was trained with 256 word-pieces; longer input is cut
+
+
+def read_tokenizer(path: str | Path) -> Tokenizer:
+    """``tokenizer.json`` as the tokenizers library reads it; a damaged file is a model
+    problem with a fix, not a traceback."""
+    try:
+        return Tokenizer.from_file(str(path))
+    except Exception as exc:  # the library raises a bare Exception for any parse error
+        raise ModelIntegrityError(
+            f"the tokenizer file {path} cannot be read ({exc}). Reinstall the model with "
+            "`rag-lsp model install`, or point `modelDir` at a complete model folder."
+        ) from exc
 
 
 def load_tokenizer(path: str | Path, max_length: int = MAX_MODEL_TOKENS) -> Tokenizer:
@@ -15,7 +29,7 @@ def load_tokenizer(path: str | Path, max_length: int = MAX_MODEL_TOKENS) -> Toke
     The shipped file truncates and pads to a fixed 128; we truncate at the model's real
     limit and pad only to the longest text in a batch (padding to 128 wastes compute).
     """
-    tokenizer = Tokenizer.from_file(str(path))
+    tokenizer = read_tokenizer(path)
     tokenizer.enable_truncation(max_length=max_length)
     tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
     return tokenizer
@@ -30,7 +44,7 @@ class ModelTokenCounter:
     """
 
     def __init__(self, tokenizer_path: str | Path):
-        self._tokenizer = Tokenizer.from_file(str(tokenizer_path))
+        self._tokenizer = read_tokenizer(tokenizer_path)
         self._tokenizer.no_truncation()
         self._tokenizer.no_padding()
 

@@ -10,12 +10,18 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from rag_lsp.errors import RagLspError
+
 PRIVATE_DIR = 0o700
 PRIVATE_FILE = 0o600
 
 
 def private_dir(path: Path) -> Path:
     """Create ``path`` (and missing parents) and make it owner-only; returns ``path``."""
+    if path.exists() and not path.is_dir():
+        raise RagLspError(
+            f"the index folder {path} exists but is not a folder. Move that file aside, or set "
+            "`indexPath` (or pass --index-path) to put the index somewhere else.")
     path.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR)
     try:
         if path.stat().st_uid == os.getuid() and path.stat().st_mode & 0o077:
