@@ -312,16 +312,30 @@ class Workspace:
         )
 
     def index(self, *, full: bool = False, progress: ProgressCallback | None = None) -> IndexReport:
-        """Bring the index up to date; ``full`` drops it and rebuilds from scratch."""
+        """Bring the index up to date; ``full`` drops it and rebuilds from scratch. A damaged
+        index is rebuilt by itself (it is derived from the workspace; the knowledge bases
+        beside it are left alone), and the report says why."""
         self._require_model()
         with self._index_lock, self._writing(progress):
-            store = self._open_store(for_writing=True, full=full)
-            manifest = IndexManifest.read(self.index_dir)
-            # Changed chunk settings: every file is re-chunked (unchanged chunks keep vectors).
-            rechunk = manifest is not None and manifest.chunking != self._chunking()
-            report = self._indexer(store, rechunk).run(progress)
-            self._stamp(chunking=self._chunking())
-            return report
+            try:
+                return self._index_locked(full, progress)
+            except IndexCorruptError as exc:
+                if full:
+                    raise
+                log.warning("%s; rebuilding it from the workspace", exc)
+                report = self._index_locked(True, progress)
+                report.rebuilt_because = str(exc)
+                return report
+
+    def _index_locked(self, full: bool, progress: ProgressCallback | None) -> IndexReport:
+        store = self._open_store(for_writing=True, full=full)
+        store.check_readable()  # damage found now is rebuilt; found later it fails searches
+        manifest = IndexManifest.read(self.index_dir)
+        # Changed chunk settings: every file is re-chunked (unchanged chunks keep vectors).
+        rechunk = manifest is not None and manifest.chunking != self._chunking()
+        report = self._indexer(store, rechunk).run(progress)
+        self._stamp(chunking=self._chunking())
+        return report
 
     def update(self, rel_paths: list[str]) -> IndexReport:
         """Re-index just these paths (workspace-relative or absolute): created, changed or

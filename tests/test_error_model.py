@@ -129,3 +129,17 @@ def test_the_errors_schema_lists_every_kind_and_code_the_server_uses():
     for raised in (errors.IndexBusyError("x"), ValueError("y"), errors.BadInputError("z")):
         error = request_error(raised, "rag/search")
         validator.validate({"code": error.code, "message": error.message, "data": error.data})
+
+
+def test_a_mode_declared_in_the_folder_settings_is_accepted_as_by_the_cli(tmp_path):
+    """`.rag-lsp.json` with extraModes: the CLI accepted the mode, the server refused it."""
+    (tmp_path / ".rag-lsp.json").write_text('{"extraModes": ["review"]}', encoding="utf-8")
+    (tmp_path / "a.py").write_text("def a():\n    return 1\n", encoding="utf-8")
+    server = RawServer(tmp_path)
+    try:
+        listed = server.request("rag/kb.list", {"mode": "review"})
+        unknown = server.request("rag/kb.list", {"mode": "no-such-mode"})
+    finally:
+        server.close()
+    assert listed.get("result") == {"entries": [], "total": 0}, listed
+    assert _error(unknown) == (-32602, "bad-input")

@@ -288,9 +288,17 @@ def test_damaged_index_is_reported_and_rebuilt_on_request(workspace):
     reopened = Workspace.open(workspace.root, workspace.settings, embedder=workspace.embedder)
     with pytest.raises(IndexCorruptError, match="damaged.*rag-lsp index --full"):
         reopened.search("follow redirects")
-    report = reopened.index(full=True)
-    assert report.files_indexed == 5
+    report = reopened.index()  # no --full needed: a damaged index is rebuilt by itself
+    assert report.files_indexed == 5 and "damaged" in report.rebuilt_because
     assert reopened.search("follow redirects", top_k=1).results[0].path == "src/http/client.py"
+
+
+def test_a_corrupt_manifest_is_rebuilt_by_the_next_index_run(workspace):
+    (workspace.index_dir / MANIFEST_NAME).write_text("{not json")
+    reopened = Workspace.open(workspace.root, workspace.settings, embedder=workspace.embedder)
+    report = reopened.index()
+    assert report.files_indexed == 5 and "unreadable" in report.rebuilt_because
+    assert reopened.status().files == 5
 
 
 def test_searches_keep_working_through_full_rebuilds(workspace):

@@ -144,6 +144,8 @@ def _report_line(report: IndexReport) -> str:
 def cmd_index(args: argparse.Namespace) -> int:
     ws = _open_workspace(args.root, args)
     report = _run_index(ws, args.full, quiet=args.json)
+    if report.rebuilt_because:
+        err.print(f"rag-lsp: rebuilt the index from the workspace: {report.rebuilt_because}")
     if args.json:
         _print_json({"root": str(ws.root), "index_dir": str(ws.index_dir), **report.__dict__})
     else:

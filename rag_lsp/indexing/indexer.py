@@ -64,6 +64,7 @@ class IndexReport:
     chunks_embedded: int = 0
     chunks_reused: int = 0
     seconds: float = 0.0
+    rebuilt_because: str = ""  # the damage that made this run rebuild the index from scratch
 
     def skip(self, reason: str, count: int = 1) -> None:
         key = reason.split(":", 1)[0]

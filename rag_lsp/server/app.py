@@ -215,7 +215,10 @@ class RagServer(LanguageServer):
         return list(self.folders.values())
 
     def check_mode(self, mode: str) -> str:
-        problem = unknown_mode_message(mode, self.settings.extra_modes)
+        # The editor's modes, and those a folder's .rag-lsp.json adds (the CLI accepts those).
+        extra = {*self.settings.extra_modes,
+                 *(m for f in self.folders.values() for m in f.workspace.settings.extra_modes)}
+        problem = unknown_mode_message(mode, tuple(sorted(extra)))
         if problem:
             raise bad_input(f"$.mode = {mode!r}: {problem}")
         return mode

@@ -177,6 +177,12 @@ class ChunkStore:
         return self._files.count_rows()
 
     @_reports_damage
+    def check_readable(self) -> None:
+        """Read every chunk's id and path: lost or truncated data files raise here (as
+        damage), not in the middle of a search. Metadata alone would not notice."""
+        self._chunks.search().select(["id", "path"]).limit(None).to_arrow()
+
+    @_reports_damage
     def stored_for_hashes(self, hashes: Sequence[str]) -> dict[str, StoredChunk]:
         """What is already stored for any of these content hashes (from any file): the
         vector and the derived columns, so unchanged chunks are neither embedded nor

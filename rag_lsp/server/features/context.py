@@ -61,6 +61,7 @@ def register(server: ServerState) -> None:
     @rag_request(server, RAG_INJECT_CONTEXT)
     async def inject_context(ls: ServerState, params: Any) -> dict:
         args = parse_params(RAG_INJECT_CONTEXT, params)
+        await ls.open_folders()  # start-up done: folder settings may add modes
         args["mode"] = ls.check_mode(args["mode"])
         request = _request(args)
         if not (request.query or "").strip() and request.active_file is None:

@@ -207,7 +207,9 @@ class IndexingService:
             self.schedule_flush(folder, delay=0)
 
 def summarise(report: IndexReport) -> str:
-    return (f"{report.files_scanned} files scanned, {report.files_indexed} indexed, "
+    rebuilt = (f"the index was damaged and has been rebuilt ({report.rebuilt_because}); "
+               if report.rebuilt_because else "")
+    return (f"{rebuilt}{report.files_scanned} files scanned, {report.files_indexed} indexed, "
             f"{report.files_removed} removed, {report.chunks_embedded} chunks embedded, "
             f"{report.chunks_total} chunks in the index ({report.seconds:.1f} s)")
 

@@ -86,6 +86,7 @@ def register(server: ServerState) -> None:
     @rag_request(server, RAG_KB_ADD)
     async def kb_add(ls: ServerState, params: Any) -> dict:
         args = parse_params(RAG_KB_ADD, params)
+        await ls.open_folders()  # start-up done: folder settings may add modes
         mode = ls.check_mode(args["mode"])
         folder, anchors = await _anchors(ls, args.get("anchors", []))
         entry = await _in_pool(
@@ -97,6 +98,7 @@ def register(server: ServerState) -> None:
     @rag_request(server, RAG_KB_SEARCH)
     async def kb_search(ls: ServerState, params: Any) -> dict:
         args = parse_params(RAG_KB_SEARCH, params)
+        await ls.open_folders()  # start-up done: folder settings may add modes
         mode = ls.check_mode(args["mode"])
         times = _times(args)
         top_k = args.get("topK", ls.settings.top_k)
@@ -112,6 +114,7 @@ def register(server: ServerState) -> None:
     @rag_request(server, RAG_KB_LIST)
     async def kb_list(ls: ServerState, params: Any) -> dict:
         args = parse_params(RAG_KB_LIST, params)
+        await ls.open_folders()  # start-up done: folder settings may add modes
         mode = ls.check_mode(args["mode"])
         times = _times(args)
         limit, offset = args.get("limit", 50), args.get("offset", 0)
@@ -129,6 +132,7 @@ def register(server: ServerState) -> None:
     @rag_request(server, RAG_KB_DELETE)
     async def kb_delete(ls: ServerState, params: Any) -> dict:
         args = parse_params(RAG_KB_DELETE, params)
+        await ls.open_folders()  # start-up done: folder settings may add modes
         mode = ls.check_mode(args["mode"])
         for folder in await ls.open_folders():
             if await _in_pool(ls, folder.workspace.knowledge.delete, mode, args["id"]):
@@ -138,6 +142,7 @@ def register(server: ServerState) -> None:
     @rag_request(server, RAG_KB_CLEAR)
     async def kb_clear(ls: ServerState, params: Any) -> dict:
         args = parse_params(RAG_KB_CLEAR, params)
+        await ls.open_folders()  # start-up done: folder settings may add modes
         mode = ls.check_mode(args["mode"])
         removed = 0
         for folder in await ls.open_folders():

@@ -8,7 +8,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from rag_lsp.errors import RagLspError
+from rag_lsp.errors import IndexCorruptError, RagLspError
 from rag_lsp.search.results import LineRange, SearchFilters, SearchResponse, SearchResult
 from rag_lsp.server.errors import rag_request
 from rag_lsp.server.folders import FolderIndex, path_to_uri
@@ -87,8 +87,15 @@ async def search(server: ServerState, args: dict) -> dict:
     results: list[tuple[FolderIndex, SearchResult]] = []
     modes: set[str] = set()
     failures: list[str] = []
+    errors: list[RagLspError] = []
     for folder, answer in zip(folders, answers, strict=True):
+        if isinstance(answer, IndexCorruptError) and not folder.running:
+            server.indexing.start_run(folder)  # the run rebuilds a damaged index by itself
+            damage = str(answer).split(" Run `")[0]
+            answer = IndexCorruptError(f"{damage} It is being rebuilt from the workspace "
+                                       "now; search again when the folder is ready.")
         if isinstance(answer, RagLspError):
+            errors.append(answer)
             failures.append(f"{folder.root}: {answer}")
         elif isinstance(answer, BaseException):
             raise answer
@@ -97,7 +104,6 @@ async def search(server: ServerState, args: dict) -> dict:
             warnings.extend(w for w in answer.warnings if w not in warnings)
             results.extend((folder, r) for r in answer.results)
     if failures and len(failures) == len(folders):
-        errors = [a for a in answers if isinstance(a, RagLspError)]
         if len({type(e) for e in errors}) == 1:
             raise errors[0]  # one kind of failure: the client gets its kind and code
         raise server.request_error("search failed: " + "; ".join(failures))
