@@ -254,3 +254,22 @@ def test_a_server_rebuilds_an_index_damaged_under_it(sample_root):
         assert _search_paths(server, "follow_redirects")[:1] == ["src/http/client.py"]
     finally:
         server.close()
+
+
+def test_closing_a_folder_with_a_queued_rebuild_reports_no_error(sample_root):
+    server = RawServer(sample_root)
+    try:
+        server.wait_for_state("ready")
+        server.notifications.clear()
+        for _ in range(3):  # a run, and rebuilds queued behind it
+            server.request("rag/reindex", {"full": True})
+        server.notify("workspace/didChangeWorkspaceFolders", {"event": {
+            "added": [], "removed": [{"uri": sample_root.as_uri(), "name": "repo"}]}})
+        time.sleep(3)
+        status = server.request("rag/status", {})["result"]
+    finally:
+        server.close()
+    assert status["folders"] == []
+    errors = [n["params"]["message"] for n in server.notifications
+              if n["method"] == "window/showMessage" and n["params"]["type"] == 1]
+    assert errors == []

@@ -70,6 +70,8 @@ class IndexingService:
     async def _run(self, folder: FolderIndex, full: bool, previous: asyncio.Task | None) -> None:
         if previous is not None:
             await asyncio.gather(previous, return_exceptions=True)
+        if folder.closed:
+            return  # closed while this run waited its turn: nothing to do, nothing to report
         folder.cancel = cancel = threading.Event()
         folder.rerun = False
         self.server.set_folder_state(folder, INDEXING, "scanning files")
@@ -93,13 +95,19 @@ class IndexingService:
         except IndexCancelled:
             message = "indexing was cancelled; searches use what was indexed so far"
             log.info("%s: %s", folder.name, message)
-        except RagLspError as exc:
-            state, message = ERROR, str(exc)
-            self.server.show_error(f"rag-lsp could not index {folder.root}: {exc}")
         except Exception as exc:  # contained: the server keeps serving
-            log.exception("indexing %s failed", folder.root)
-            state, message = ERROR, f"indexing failed: {exc}"
-            self.server.show_error(f"rag-lsp: indexing {folder.root} failed: {exc}")
+            if folder.closed:
+                # Closed under the run (its writer retired, or it was waiting for another
+                # process's lock): the user's doing, not a failure to report.
+                message = "indexing stopped: the folder was closed"
+                log.info("%s: %s (%s)", folder.name, message, exc)
+            elif isinstance(exc, RagLspError):
+                state, message = ERROR, str(exc)
+                self.server.show_error(f"rag-lsp could not index {folder.root}: {exc}")
+            else:
+                log.exception("indexing %s failed", folder.root)
+                state, message = ERROR, f"indexing failed: {exc}"
+                self.server.show_error(f"rag-lsp: indexing {folder.root} failed: {exc}")
         finally:
             work.end(message or "done")
             folder.percentage = None
