@@ -39,6 +39,10 @@ log = logging.getLogger(__name__)
 # Chunks gathered before one embed + write round: large enough to batch well, small enough
 # that search sees progress often and a crash loses little.
 WRITE_BATCH_CHUNKS = 512
+# During a long run, fold new rows into the full-text index and compact every this many
+# batches: searches meanwhile scan unindexed rows and small fragments, which grows their
+# latency with every batch (bench/server_latency.py, search during a re-index).
+OPTIMIZE_EVERY_BATCHES = 4
 
 
 @dataclass
@@ -124,6 +128,7 @@ class Indexer:
         self._embed = embed
         self._counter = counter
         self._index_dir = index_dir
+        self._batches_written = 0
         self._options = ChunkOptions(
             max_tokens=settings.chunk_tokens,
             window_tokens=settings.chunk_tokens,
@@ -290,9 +295,12 @@ class Indexer:
                 )
         self.store.replace_files([item.record for item in pending], rows)
         report.chunks_written += len(rows)
+        self._batches_written += 1
         # Build the full-text index with the first batch, so lexical search works while
         # the rest is indexed (later rows are searched unindexed until optimize folds them in).
         self.store.ensure_fts_index()
+        if self._batches_written % OPTIMIZE_EVERY_BATCHES == 0:
+            self.store.optimize()
 
     def _finish(self, report: IndexReport, started: float, notify: ProgressCallback) -> None:
         notify(IndexProgress("finish", message="building the full-text index"))
