@@ -54,6 +54,7 @@ def test_a_deep_path_never_crowds_out_the_code(token_counter):
     deep = "/".join(["very_long_directory_name"] * 40) + "/module.py"
     options = ChunkOptions(max_tokens=64, window_tokens=64, overlap_tokens=0)
     chunks = chunk_document(SOURCE * 5, "python", token_counter, options, path=deep)
+    assert len(chunks) > 1
     for chunk in chunks:
         assert token_counter.count(chunk.embed_text) <= options.max_tokens
         assert token_counter.count(chunk.header) <= options.max_tokens // 4 + 1 or not chunk.header

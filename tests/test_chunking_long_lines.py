@@ -13,6 +13,9 @@ OPTIONS = ChunkOptions(max_tokens=64, window_tokens=64, overlap_tokens=8)
 def check_document_chunks(chunks, text, counter, options):
     """chunk_document's promise: every chunk fits; text is whole lines or a slice of one."""
     lines = text.split("\n")
+    # Nothing is dropped: every line with words is covered by some chunk.
+    covered = {n for c in chunks for n in range(c.start_line, c.end_line + 1)}
+    assert all(n in covered for n, line in enumerate(lines, start=1) if line.strip()), chunks
     for chunk in chunks:
         assert counter.count(chunk.embed_text) <= options.max_tokens, chunk
         whole = "\n".join(lines[chunk.start_line - 1:chunk.end_line])

@@ -30,8 +30,8 @@ def repo(tmp_path_factory) -> Path:
     return root
 
 
-def test_search_without_index_indexes_first_and_prints_json(repo):
-    proc = rag("search", "where are redirects followed?", "--root", str(repo), "--json")
+def test_search_without_index_indexes_first_and_prints_json(sample_root):
+    proc = rag("search", "where are redirects followed?", "--root", str(sample_root), "--json")
     assert proc.returncode == 0, proc.stderr
     payload = json.loads(proc.stdout)
     assert set(payload) >= {"query", "took_ms", "results"}
@@ -79,6 +79,7 @@ def test_batch_search_prints_one_line_per_query(repo, tmp_path):
 
 
 def test_status_json(repo):
+    rag("index", str(repo))  # whatever ran before (or did not)
     proc = rag("status", str(repo), "--json")
     assert proc.returncode == 0, proc.stderr
     status = json.loads(proc.stdout)

@@ -67,12 +67,26 @@ def _rag_index(root: Path, *extra: str) -> subprocess.Popen:
 def test_two_cli_index_runs_at_once_leave_no_duplicates(tmp_path):
     root = tmp_path / "repo"
     _many_files(root, 60)
-    runs = [_rag_index(root), _rag_index(root)]
-    outputs = [run.communicate(timeout=600) for run in runs]
-    for run, (_out, err) in zip(runs, outputs, strict=True):
-        assert run.returncode == 0, err
-    # the one that waited says whom it waited for
-    assert any("waiting for" in err for _out, err in outputs), [e for _o, e in outputs]
+    # This process holds the lock until both runs have met it (whatever the machine's
+    # speed): each says whom it waits for; then they write one after the other.
+    held = WriterLock(root / ".rag-lsp")
+    held.acquire()
+    logs = [tmp_path / f"run{n}.err" for n in (1, 2)]
+    runs = []
+    for log in logs:
+        with log.open("w") as err:
+            runs.append(subprocess.Popen(
+                [sys.executable, "-m", "rag_lsp", "index", str(root)],
+                stdout=subprocess.DEVNULL, stderr=err, text=True))
+    try:
+        deadline = time.monotonic() + 120
+        while not all(f"pid {held.pid}" in log.read_text() for log in logs):
+            assert time.monotonic() < deadline, [log.read_text() for log in logs]
+            time.sleep(0.2)
+    finally:
+        held.release()
+    for run, log in zip(runs, logs, strict=True):
+        assert run.wait(timeout=600) == 0, log.read_text()
     _assert_no_duplicates(root / ".rag-lsp")
 
 

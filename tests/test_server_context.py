@@ -113,6 +113,8 @@ async def test_each_mode_packs_attributed_context_within_budget(ctx, context_rep
             # Whole chunks only, attributed with language and path:Lstart-Lend.
             assert f"{item['path']}:L{start}-L{end}" in result["context"]
             assert "\n".join(lines) in result["context"]
+    if budget >= 300:
+        assert result["items"], "a budget of 300 tokens holds at least one chunk"
     if budget >= 1200:
         assert "src/jobs/runner.py" in [i["path"] for i in result["items"]]
     if budget == 50:
@@ -196,6 +198,8 @@ async def test_knowledge_add_search_list_by_time_and_clear(ctx):
     assert (await request(ctx, RAG_KB_CLEAR, {"mode": "debugger"}))["removed"] >= 1
     assert (await request(ctx, RAG_KB_LIST, {"mode": "debugger"}))["entries"] == []
     assert (await request(ctx, RAG_KB_LIST, {"mode": "planning"}))["total"] == 1
+    # Leave nothing behind: later tests rank planning context and must not meet this entry.
+    assert (await request(ctx, RAG_KB_CLEAR, {"mode": "planning"}))["removed"] == 1
 
 
 async def test_editing_anchored_code_marks_the_entry_stale(ctx, context_repo):

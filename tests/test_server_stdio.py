@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import subprocess
 import sys
 import time
@@ -38,6 +39,19 @@ def parse_frames(data: bytes) -> list[dict]:
     return messages
 
 
+def _complete_frames(data: bytes) -> list[dict]:
+    """The messages of the complete frames at the start of ``data`` (a tail may be partial)."""
+    messages, position = [], 0
+    while (end := data.find(b"\r\n\r\n", position)) >= 0:
+        length = next(int(h.split(b":")[1]) for h in data[position:end].split(b"\r\n")
+                      if h.lower().startswith(b"content-length"))
+        if len(data) < end + 4 + length:
+            break
+        messages.append(json.loads(data[end + 4:end + 4 + length]))
+        position = end + 4 + length
+    return messages
+
+
 def test_stdout_carries_only_frames(tmp_path):
     root = tmp_path / "repo"
     write_files(root, SAMPLE_FILES)
@@ -49,33 +63,40 @@ def test_stdout_carries_only_frames(tmp_path):
         "atexit.register(lambda: (print('stray print at exit'), os.write(1, b'raw fd write\\n')))\n"
     )
     env = {**os.environ, "PYTHONPATH": str(sitecustomize)}
-    server = subprocess.Popen(
-        [sys.executable, "-m", "rag_lsp", "--stdio"],  # the spelling many editors use
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-    )
-    requests = [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "processId": os.getpid(), "rootUri": root.as_uri(), "capabilities": {},
-            "initializationOptions": {}}},
-        {"jsonrpc": "2.0", "method": "initialized", "params": {}},
-    ]
-    server.stdin.write(b"".join(frame(r) for r in requests))
-    server.stdin.flush()
-    time.sleep(8)  # index the sample (a few files) and print along the way
-    searches = [
-        {"jsonrpc": "2.0", "id": 2, "method": RAG_SEARCH, "params": {"query": "LRU cache"}},
-        {"jsonrpc": "2.0", "id": 3, "method": RAG_SEARCH, "params": {"topK": "x"}},
-        {"jsonrpc": "2.0", "id": 5, "method": RAG_STATUS},  # params may be omitted
-        {"jsonrpc": "2.0", "id": 6, "method": RAG_SEARCH},
-    ]
-    server.stdin.write(b"".join(frame(r) for r in searches))
-    server.stdin.flush()
-    time.sleep(2)  # shutdown cancels requests still running, as LSP allows
-    tail = [
-        {"jsonrpc": "2.0", "id": 4, "method": "shutdown", "params": None},
-        {"jsonrpc": "2.0", "method": "exit", "params": None},
-    ]
-    stdout, stderr = server.communicate(b"".join(frame(r) for r in tail), timeout=60)
+    err_log = tmp_path / "stderr.txt"
+    with err_log.open("wb") as err:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "rag_lsp", "--stdio"],  # the spelling many editors use
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, env=env,
+        )
+    wire = bytearray()  # every byte of stdout, checked as a whole at the end
+
+    def read_until(done, timeout: float = 120) -> None:
+        deadline = time.monotonic() + timeout
+        while not done(_complete_frames(bytes(wire))):
+            assert time.monotonic() < deadline, _complete_frames(bytes(wire))
+            if select.select([server.stdout], [], [], 0.2)[0]:
+                wire.extend(os.read(server.stdout.fileno(), 65536))
+
+    def send(*messages: dict) -> None:
+        server.stdin.write(b"".join(frame(m) for m in messages))
+        server.stdin.flush()
+
+    send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "processId": os.getpid(), "rootUri": root.as_uri(), "capabilities": {},
+        "initializationOptions": {}}},
+        {"jsonrpc": "2.0", "method": "initialized", "params": {}})
+    read_until(lambda ms: any(m.get("method") == "rag/indexStatus"
+                              and m["params"]["state"] == "ready" for m in ms))
+    send({"jsonrpc": "2.0", "id": 2, "method": RAG_SEARCH, "params": {"query": "LRU cache"}},
+         {"jsonrpc": "2.0", "id": 3, "method": RAG_SEARCH, "params": {"topK": "x"}},
+         {"jsonrpc": "2.0", "id": 5, "method": RAG_STATUS},  # params may be omitted
+         {"jsonrpc": "2.0", "id": 6, "method": RAG_SEARCH})
+    read_until(lambda ms: {2, 3, 5, 6} <= {m.get("id") for m in ms if "method" not in m})
+    send({"jsonrpc": "2.0", "id": 4, "method": "shutdown", "params": None},
+         {"jsonrpc": "2.0", "method": "exit", "params": None})
+    rest, _ = server.communicate(timeout=60)
+    stdout, stderr = bytes(wire) + rest, err_log.read_bytes()
     messages = parse_frames(stdout)
     by_id = {m.get("id"): m for m in messages if "method" not in m}
     assert by_id[1]["result"]["serverInfo"]["name"] == "rag-lsp"
