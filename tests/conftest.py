@@ -131,16 +131,27 @@ def write_files(root: Path, files: dict[str, str]) -> None:
         path.write_text(textwrap.dedent(body).lstrip("\n"), encoding="utf-8")
 
 
-@pytest.fixture
-def sample_root(tmp_path) -> Path:
-    root = tmp_path / "repo"
+def make_sample_root(base: Path) -> Path:
+    """The sample workspace (``SAMPLE_FILES``) in ``base/repo``: the one way tests build it,
+    whatever the fixture's scope."""
+    root = base / "repo"
     write_files(root, SAMPLE_FILES)
     return root
 
 
-@pytest.fixture
-def workspace(sample_root, embedder) -> Workspace:
-    """An indexed sample workspace (real model, real LanceDB in the tmp folder)."""
-    ws = Workspace.open(sample_root, Settings.from_dict({}), embedder=embedder)
+def indexed_sample(base: Path, embedder: OnnxEmbedder) -> Workspace:
+    """The sample workspace, indexed (real model, real LanceDB under ``base``)."""
+    ws = Workspace.open(make_sample_root(base), Settings.from_dict({}), embedder=embedder)
     ws.index()
     return ws
+
+
+@pytest.fixture
+def sample_root(tmp_path) -> Path:
+    return make_sample_root(tmp_path)
+
+
+@pytest.fixture
+def workspace(tmp_path, embedder) -> Workspace:
+    """An indexed sample workspace, for one test."""
+    return indexed_sample(tmp_path, embedder)

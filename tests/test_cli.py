@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import SAMPLE_FILES, write_files
+from .conftest import make_sample_root
 
 RESULT_KEYS = {"path", "start_line", "end_line", "score", "kind", "symbol", "language",
                "ranges", "snippet"}
@@ -25,9 +25,7 @@ def rag(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("cli") / "repo"
-    write_files(root, SAMPLE_FILES)
-    return root
+    return make_sample_root(tmp_path_factory.mktemp("cli"))
 
 
 def test_search_without_index_indexes_first_and_prints_json(sample_root):
@@ -143,9 +141,8 @@ def test_model_status_and_idempotent_install():
     assert "already installed" in install.stderr
 
 
-def test_search_on_an_index_of_an_older_format_rebuilds_it_first(tmp_path):
-    root = tmp_path / "repo"
-    write_files(root, SAMPLE_FILES)
+def test_search_on_an_index_of_an_older_format_rebuilds_it_first(sample_root):
+    root = sample_root
     assert rag("index", str(root)).returncode == 0
     manifest = root / ".rag-lsp" / "manifest.json"
     manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "schema_version": 1}))

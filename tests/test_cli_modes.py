@@ -6,14 +6,13 @@ import json
 
 import pytest
 
-from .conftest import SAMPLE_FILES, write_files
+from .conftest import make_sample_root
 from .test_cli import rag
 
 
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory):
-    root = tmp_path_factory.mktemp("cli-modes") / "repo"
-    write_files(root, SAMPLE_FILES)
+    root = make_sample_root(tmp_path_factory.mktemp("cli-modes"))
     assert rag("index", str(root)).returncode == 0
     return root
 

@@ -9,12 +9,10 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from rag_lsp.config import Settings
 from rag_lsp.context.builder import ContextRequest, ManualRef, Source, build_context
 from rag_lsp.context.packing import SAFETY_MARGIN, ContextItem, Packer, render
 from rag_lsp.context.query import derive_query
-from rag_lsp.workspace import Workspace
-from tests.conftest import SAMPLE_FILES, write_files
+from tests.conftest import SAMPLE_FILES, indexed_sample
 
 SNIPPETS = [textwrap.dedent(body).strip() for body in SAMPLE_FILES.values()] + [
     "x = 1", "```\nnested fence\n```", "ünïcödé ✓ 日本語", "a" * 3000,
@@ -50,11 +48,7 @@ def test_packer_never_exceeds_the_budget_and_never_cuts(token_counter, candidate
 
 @pytest.fixture(scope="module")
 def indexed(tmp_path_factory, embedder):
-    root = tmp_path_factory.mktemp("packing") / "repo"
-    write_files(root, SAMPLE_FILES)
-    workspace = Workspace.open(root, Settings(), embedder=embedder)
-    workspace.index()
-    return workspace
+    return indexed_sample(tmp_path_factory.mktemp("packing"), embedder)
 
 
 @settings(max_examples=40, deadline=None,

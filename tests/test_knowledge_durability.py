@@ -4,13 +4,12 @@ answered."""
 from __future__ import annotations
 
 from rag_lsp.server.methods import RAG_KB_ADD, RAG_KB_LIST
-from tests.conftest import SAMPLE_FILES, write_files
+from tests.conftest import make_sample_root
 from tests.raw_lsp import RawServer
 
 
 def test_entries_survive_restart_and_kill_9(tmp_path):
-    root = tmp_path / "repo"
-    write_files(root, SAMPLE_FILES)
+    root = make_sample_root(tmp_path)
     server = RawServer(root)
     server.wait_for_state("ready")
     kept = server.request(RAG_KB_ADD, {"mode": "security", "content": "Salts are 16 bytes."})

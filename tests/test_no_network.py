@@ -10,15 +10,14 @@ import time
 import pytest
 
 from . import raw_lsp
-from .conftest import SAMPLE_FILES, write_files
+from .conftest import make_sample_root
 
 pytestmark = pytest.mark.skipif(shutil.which("strace") is None,
                                 reason="strace is not installed (`make tools` installs it)")
 
 
 def test_the_server_opens_no_internet_socket(tmp_path, monkeypatch):
-    root = tmp_path / "repo"
-    write_files(root, SAMPLE_FILES)
+    root = make_sample_root(tmp_path)
     trace = tmp_path / "trace.txt"
     popen = raw_lsp.subprocess.Popen
 

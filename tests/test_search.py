@@ -4,22 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from rag_lsp.config import Settings
 from rag_lsp.errors import RagLspError
 from rag_lsp.search.results import SearchFilters
-from rag_lsp.workspace import Workspace
 
-from .conftest import SAMPLE_FILES, write_files
+from .conftest import indexed_sample
 
 
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory, embedder):
     """Indexed once for the module: these tests only read."""
-    root = tmp_path_factory.mktemp("search") / "repo"
-    write_files(root, SAMPLE_FILES)
-    ws = Workspace.open(root, Settings.from_dict({}), embedder=embedder)
-    ws.index()
-    return ws
+    return indexed_sample(tmp_path_factory.mktemp("search"), embedder)
 
 
 QUESTIONS = [

@@ -8,18 +8,14 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from rag_lsp.config import Settings
 from rag_lsp.server.methods import RAG_STATUS
-from rag_lsp.workspace import Workspace
-from tests.conftest import SAMPLE_FILES, write_files
+from tests.conftest import indexed_sample
 from tests.lsp_support import SERVER, Recorder, initialize_params, plain, search
 
 
 @pytest.fixture(scope="session")
 def indexed_repo(tmp_path_factory, embedder):
-    root = tmp_path_factory.mktemp("degraded") / "repo"
-    write_files(root, SAMPLE_FILES)
-    Workspace.open(root, Settings(), embedder=embedder).index()  # built while the model worked
+    root = indexed_sample(tmp_path_factory.mktemp("degraded"), embedder).root  # model worked
     empty_model_dir = root.parent / "no-model-here"
     empty_model_dir.mkdir()
     return root, empty_model_dir

@@ -13,7 +13,7 @@ from pytest_lsp import LanguageClient
 
 from rag_lsp.server.methods import RAG_REINDEX, RAG_SEARCH, RAG_STATUS
 from rag_lsp.server.protocol import problems
-from tests.conftest import SAMPLE_FILES, write_files
+from tests.conftest import SAMPLE_FILES, make_sample_root
 from tests.lsp_support import (
     SERVER,
     Recorder,
@@ -31,9 +31,7 @@ Created, Changed, Deleted = (types.FileChangeType.Created, types.FileChangeType.
 
 @pytest.fixture(scope="session")
 def repo(tmp_path_factory):
-    root = tmp_path_factory.mktemp("e2e") / "repo"
-    write_files(root, SAMPLE_FILES)
-    return root
+    return make_sample_root(tmp_path_factory.mktemp("e2e"))
 
 
 @pytest_lsp.fixture(config=SERVER, scope="session")

@@ -11,7 +11,7 @@ import sys
 import time
 
 from rag_lsp.server.methods import RAG_SEARCH, RAG_STATUS
-from tests.conftest import SAMPLE_FILES, write_files
+from tests.conftest import make_sample_root, write_files
 
 
 def frame(message: dict) -> bytes:
@@ -53,8 +53,7 @@ def _complete_frames(data: bytes) -> list[dict]:
 
 
 def test_stdout_carries_only_frames(tmp_path):
-    root = tmp_path / "repo"
-    write_files(root, SAMPLE_FILES)
+    root = make_sample_root(tmp_path)
     # A stray print in the server process would land on stdout without the redirection.
     sitecustomize = tmp_path / "noisy"
     sitecustomize.mkdir()
