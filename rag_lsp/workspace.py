@@ -22,6 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TypeVar
 
+from rag_lsp.chunking import CHUNKER_VERSION
 from rag_lsp.config import Settings, load_settings
 from rag_lsp.embedding.embedder import OnnxEmbedder
 from rag_lsp.embedding.model_files import find_model
@@ -200,6 +201,7 @@ class Workspace:
     def _chunking(self) -> dict:
         """The settings that decide chunk boundaries; recorded in the manifest."""
         return {
+            "chunker": CHUNKER_VERSION,
             "chunkTokens": self.settings.chunk_tokens,
             "chunkOverlapTokens": self.settings.chunk_overlap_tokens,
             "chunkHeaders": self.settings.chunk_headers,

@@ -5,7 +5,8 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rag_lsp.chunking import ChunkOptions, chunk_document
+from rag_lsp.chunking import Chunk, ChunkOptions, chunk_document
+from rag_lsp.chunking.long_lines import split_long_lines
 
 OPTIONS = ChunkOptions(max_tokens=64, window_tokens=64, overlap_tokens=8)
 
@@ -72,3 +73,11 @@ def test_every_chunk_fits_whatever_the_lines(token_counter, lines, language):
     text = "\n".join(lines)
     chunks = chunk_document(text, language, token_counter, OPTIONS)
     check_document_chunks(chunks, text, token_counter, OPTIONS)
+
+
+def test_a_huge_run_without_spaces_is_cut_into_exact_pieces(token_counter):
+    blob = "".join(f"a{i}=b.c({i});" for i in range(30_000))  # ~400 KB, no whitespace
+    chunk = Chunk(1, 1, "text", blob)
+    pieces = split_long_lines([chunk], token_counter, 254)
+    assert "".join(p.text for p in pieces) == blob
+    assert all(token_counter.count(p.embed_text) <= 254 for p in pieces)

@@ -1,8 +1,7 @@
-"""Python chunks from the AST: ranges, kinds, symbols, splitting, and the fallback."""
+"""Python chunks from the syntax tree: ranges, kinds, symbols, splitting, broken files."""
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 import pytest
@@ -10,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rag_lsp.chunking import ChunkOptions, chunk_document
-from rag_lsp.chunking.python_code import chunk_python
+from rag_lsp.chunking.syntax import chunk_syntax
 from tests.test_chunking_text import check_invariants, words
 
 SAMPLE = '''\
@@ -47,6 +46,13 @@ async def fetch(
 if __name__ == "__main__":
     helper(LIMIT)
 '''
+
+
+DEFAULT = ChunkOptions()
+
+
+def chunk_python(text, counter, options=DEFAULT, *, path=""):
+    return chunk_syntax(text, "python", counter, options, path=path)
 
 
 def layout(chunks):
@@ -165,19 +171,19 @@ def test_nested_functions_stay_in_their_parent(token_counter):
     assert layout(chunk_python(text, token_counter)) == [(1, 4, "function", "outer")]
 
 
-def test_syntax_error_falls_back_to_text_windows(token_counter, caplog):
-    text = "def ok():\n    return 1\n\ndef broken(:\n    pass\n"
-    with caplog.at_level(logging.WARNING, logger="rag_lsp.chunking.python_code"):
-        chunks = chunk_document(text, "python", token_counter, path="src/broken.py")
-    assert [(c.start_line, c.end_line, c.kind) for c in chunks] == [(1, 5, "text")]
-    assert "src/broken.py" in caplog.text and "line 4" in caplog.text
+def test_a_syntax_error_keeps_the_rest_of_the_file_structured(token_counter):
+    text = "def ok():\n    return 1\n\ndef broken(:\n    pass\n\ndef fine():\n    return 2\n"
+    chunks = chunk_document(text, "python", token_counter, path="src/broken.py")
+    assert (1, 2, "function", "ok") in layout(chunks)
+    assert (7, 8, "function", "fine") in layout(chunks)
+    check_invariants(chunks, text, token_counter, ChunkOptions())
 
 
-@pytest.mark.parametrize("text", ["x = 1\x00\n", "a = 1\rb = 2\n"])
-def test_null_bytes_and_lone_cr_fall_back(token_counter, caplog, text):
-    with caplog.at_level(logging.WARNING):
-        chunks = chunk_python(text, token_counter, path="odd.py")
-    assert [c.kind for c in chunks] == ["text"] and "odd.py" in caplog.text
+@pytest.mark.parametrize("text", ["x = 1\x00\ny = 2\n", "a = 1\rb = 2\n"])
+def test_null_bytes_and_lone_cr_lose_nothing(token_counter, text):
+    # tree-sitter counts lines by "\n" only, as the chunk ranges do: nothing drifts.
+    chunks = chunk_python(text, token_counter, path="odd.py")
+    check_invariants(chunks, text, token_counter, ChunkOptions())
 
 
 REPO_SOURCES = sorted((Path(__file__).resolve().parents[1] / "rag_lsp").rglob("*.py"))

@@ -114,7 +114,8 @@ def test_dispatch_by_language(token_counter):
     markdown = "# Title\nbody"
     assert chunk_document(markdown, "markdown", token_counter)[0].kind == "section"
     assert chunk_document("def f():\n    pass\n", "python", token_counter)[0].kind == "function"
-    assert chunk_document(markdown, "rust", token_counter)[0].kind == "text"
+    assert chunk_document(markdown, "sql", token_counter)[0].kind == "text"  # no grammar
+    assert chunk_document("fn f() {}\n", "rust", token_counter)[0].kind == "function"
     assert language_for("docs/README.md") == "markdown"
 
 

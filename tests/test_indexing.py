@@ -264,6 +264,46 @@ def test_changed_chunk_settings_rechunk_every_file_once(workspace):
     assert reopened.index().files_indexed == 0  # recorded: the next run skips again
 
 
+def test_a_new_chunker_rechunks_once_and_reuses_unchanged_chunks(sample_root, embedder,
+                                                                 monkeypatch):
+    # An index written before the structural chunker: JavaScript and Python in windows.
+    import rag_lsp.chunking as chunking
+    from rag_lsp.chunking import CHUNKER_VERSION
+
+    monkeypatch.setattr(chunking, "grammar_for", lambda language, path="": None)
+    old = Workspace.open(sample_root, Settings.from_dict({}), embedder=embedder)
+    old.index()
+    manifest_path = old.index_dir / MANIFEST_NAME
+    manifest = json.loads(manifest_path.read_text())
+    manifest["chunking"]["chunker"] = CHUNKER_VERSION - 1
+    manifest_path.write_text(json.dumps(manifest))
+    assert {r.kind for r in old.search("debounce", mode="lexical").results} == {"text"}
+    monkeypatch.undo()
+
+    upgraded = Workspace.open(sample_root, Settings.from_dict({}), embedder=embedder)
+    spy = EmbedSpy(embedder)
+    monkeypatch.setattr(embedder, "embed", spy)
+    report = upgraded.index()
+    assert report.files_indexed == 5  # every file re-chunked, by the run itself…
+    assert report.chunks_reused > 0  # …and only chunks whose text changed are embedded:
+    assert spy.texts and not any(t.startswith("docs/") for t in spy.texts)  # Markdown kept
+    hit = upgraded.search("debounce", mode="lexical").results[0]
+    assert (hit.path, hit.kind, hit.symbol) == ("web/static/app.js", "function", "debounce")
+    assert upgraded.index().files_indexed == 0  # once
+
+
+def test_minified_code_is_skipped_and_reported(sample_root, embedder):
+    bundle = ";".join(f"var a{i}=function(b){{return b*{i}}}" for i in range(2_000))
+    (sample_root / "web/static/vendor.min.js").write_text(bundle + "\n", encoding="utf-8")
+    long_prose = "\n\n".join(["A paragraph of prose on one long line. " * 20] * 40)
+    (sample_root / "docs/unwrapped.md").write_text(long_prose, encoding="utf-8")
+    ws = Workspace.open(sample_root, Settings.from_dict({}), embedder=embedder)
+    report = ws.index()
+    assert report.files_skipped.get("minified") == 1
+    assert "web/static/vendor.min.js" not in paths_in_index(ws)
+    assert "docs/unwrapped.md" in paths_in_index(ws)  # long lines of prose are kept
+
+
 def test_gitignored_files_are_not_indexed(sample_root, embedder):
     (sample_root / ".gitignore").write_text("docs/\n", encoding="utf-8")
     ws = Workspace.open(sample_root, Settings.from_dict({}), embedder=embedder)

@@ -14,13 +14,19 @@ from rag_lsp.chunking.headers import add_headers, header_reserve
 from rag_lsp.chunking.languages import language_for
 from rag_lsp.chunking.long_lines import split_long_lines
 from rag_lsp.chunking.markdown import chunk_markdown
-from rag_lsp.chunking.python_code import chunk_python
+from rag_lsp.chunking.syntax import chunk_syntax, grammar_for
 from rag_lsp.chunking.text_windows import DEFAULT_OPTIONS, chunk_text
 from rag_lsp.chunking.types import KINDS, Chunk, ChunkOptions, TokenCounter
 
+# Part of the index format: a new value re-chunks every file on the next run, once (chunks
+# whose embedded text is unchanged keep their vectors). 2: tree-sitter for 17 languages,
+# Python included.
+CHUNKER_VERSION = 2
+
 __all__ = [
+    "CHUNKER_VERSION",
     "KINDS", "Chunk", "ChunkOptions", "TokenCounter", "chunk_document", "chunk_markdown",
-    "chunk_python", "chunk_text", "language_for",
+    "chunk_syntax", "chunk_text", "language_for",
 ]
 
 
@@ -28,8 +34,9 @@ def chunk_document(text: str, language: str, counter: TokenCounter,
                    options: ChunkOptions = DEFAULT_OPTIONS, *, path: str = "") -> list[Chunk]:
     """Chunk one file by its language (see :func:`language_for`).
 
-    ``"markdown"`` → heading sections, ``"python"`` → AST definitions (plain-text windows if
-    it does not parse), anything else → overlapping token windows. ``path`` names the file
+    ``"markdown"`` → heading sections, a language with a tree-sitter grammar (Python and 15
+    others, see ``syntax/tables.py``) → its definitions, anything else (or minified code) →
+    overlapping token windows. ``path`` names the file
     in log messages, gives Python module chunks their symbol and, with
     ``options.headers``, heads every chunk's embedded text (tokens for it are kept free).
     """
@@ -38,9 +45,10 @@ def chunk_document(text: str, language: str, counter: TokenCounter,
                     window_tokens=min(options.window_tokens, options.max_tokens - reserve))
     if language == "markdown":
         chunks = chunk_markdown(text, counter, inner)
-    elif language == "python":
-        chunks = chunk_python(text, counter, inner, path=path)
     else:
-        chunks = chunk_text(text, counter, inner)
+        grammar = grammar_for(language, path)
+        chunks = chunk_syntax(text, grammar, counter, inner, path=path) if grammar else None
+        if chunks is None:
+            chunks = chunk_text(text, counter, inner)
     chunks = split_long_lines(chunks, counter, inner.max_tokens)
     return add_headers(chunks, path, counter, options.max_tokens) if reserve else chunks

@@ -1,7 +1,8 @@
 """Names a chunk defines, for any language, so a search for ``Router`` can find where it is
 defined rather than every place it is used.
 
-Python chunks carry their symbol from the AST. For other languages this is a small,
+Chunks cut by syntax (Python's AST, tree-sitter) carry their symbol, which comes first. To
+catch the rest (several definitions in one chunk, languages without a grammar) there is a small,
 language-agnostic reading of definition lines: a definition keyword after optional
 modifiers (``export``, ``pub``, ``public static``…), then the name — ``class Vitest``,
 ``func (e *Engine) Use``, ``pub trait Serialize``, ``export const router =``,
@@ -33,15 +34,17 @@ _PROPERTY_FUNCTION = re.compile(
     r"^[ \t]*(?:[A-Za-z_$][\w$]*\.)+" + _NAME + r"\s*=\s*(?:async\s+)?function\b", re.MULTILINE
 )
 _PATTERNS = (_KEYWORD_DEFINITION, _ASSIGNED_DEFINITION, _PROPERTY_FUNCTION)
+_PROSE = frozenset({"markdown", "text", "rst", "json", "yaml", "toml", "ini", "xml"})
 MAX_NAMES = 32  # a chunk of many one-line constants should not flood the column
 
 
 def defined_names(text: str, language: str, symbol: str = "") -> list[str]:
     """Names defined in ``text``, in order, without repeats (case kept)."""
     names: list[str] = []
-    if symbol and language == "python":
-        names.append(re.split(r"[.:]", symbol)[-1])
-    if language not in ("markdown", "text", "rst", "json", "yaml", "toml", "ini", "xml"):
-        for pattern in _PATTERNS:
-            names.extend(m.group(1) for m in pattern.finditer(text))
+    if language in _PROSE:
+        return names
+    if symbol:  # the chunker's own reading (Python's AST, tree-sitter) comes first
+        names.append(re.split(r"[.:\s]", symbol)[-1])
+    for pattern in _PATTERNS:
+        names.extend(m.group(1) for m in pattern.finditer(text))
     return list(dict.fromkeys(names))[:MAX_NAMES]

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 # Chunk kinds stored in the index and offered as search filters.
-KINDS = ("module", "section", "class", "function", "method", "text")
+KINDS = ("module", "section", "class", "function", "method", "constant", "text")
 
 
 class TokenCounter(Protocol):

@@ -52,3 +52,9 @@ class ModelTokenCounter:
         if not text:
             return 0
         return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+
+    def prefix_chars(self, text: str, tokens: int) -> int:
+        """How many characters of ``text`` its first ``tokens`` word-pieces span (all of
+        ``text`` if it has no more): where to cut so the head holds about that many."""
+        offsets = self._tokenizer.encode(text, add_special_tokens=False).offsets
+        return len(text) if len(offsets) <= tokens else offsets[tokens][0]

@@ -19,6 +19,7 @@ import numpy as np
 
 from rag_lsp.chunking import Chunk, ChunkOptions, chunk_document, language_for
 from rag_lsp.chunking.definitions import defined_names
+from rag_lsp.chunking.long_lines import looks_minified
 from rag_lsp.config import Settings
 from rag_lsp.embedding.tokenizer import ModelTokenCounter
 from rag_lsp.indexing.lexical_text import lexical_text
@@ -76,6 +77,8 @@ class IndexReport:
 
 
 ProgressCallback = Callable[[IndexProgress], None]
+# Skip reason for code whose lines average over 400 characters (a bundle, one-line data).
+MINIFIED = "minified"
 
 
 @dataclass
@@ -229,6 +232,9 @@ class Indexer:
         unchanged: list[FileRecord],
     ) -> _Pending | None:
         content = read_text_file(scanned.abs_path, self.settings.max_file_bytes)
+        language = language_for(scanned.path)
+        if isinstance(content, FileContent) and looks_minified(content.text, language):
+            content = MINIFIED  # no structure to find, and many minutes of embedding
         if not isinstance(content, FileContent):
             log.info("skipped %s: %s", scanned.path, content)
             report.skip(content)
@@ -243,7 +249,6 @@ class Indexer:
                                         old.sha256, old.chunks))
             report.files_unchanged += 1
             return None
-        language = language_for(scanned.path)
         text = redact_secrets(content.text) if self.settings.secret_filter else content.text
         chunks = chunk_document(text, language, self._counter, self._options,
                                 path=scanned.path)

@@ -262,7 +262,7 @@ def rank_files(candidates: list[Candidate], weights: RankingWeights,
 
 
 # Chunk kinds whose pieces (one oversized definition or section split in parts) share a symbol.
-_PIECE_KINDS = frozenset({"function", "method", "class", "section"})
+_PIECE_KINDS = frozenset({"function", "method", "class", "constant", "section"})
 
 
 def _sibling_groups(chunks: list[Candidate]) -> list[list[Candidate]]:
