@@ -3,15 +3,13 @@ index, and the bookkeeping that turns file events into index updates."""
 
 from __future__ import annotations
 
-import asyncio
-import threading
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pygls.uris import from_fs_path, to_fs_path
 
 from rag_lsp.indexing.scan import WorkspaceFilter
+from rag_lsp.server.jobs import FolderJobs
 from rag_lsp.workspace import Workspace
 
 # Index states on the wire (schemas/protocol/rag.indexStatus.json).
@@ -31,38 +29,26 @@ def path_to_uri(path: Path | str) -> str:
 
 @dataclass(eq=False)
 class FolderIndex:
-    """A workspace folder's index and what is being done to it.
-
-    Every write (indexing runs, updates from file events, compaction) goes through ``writer``,
-    a single thread: one writer per index, and jobs that queue instead of racing.
-    """
+    """A workspace folder's index, its state on the wire, and the owner of its jobs."""
 
     uri: str
     workspace: Workspace
     rules: WorkspaceFilter
-    writer: ThreadPoolExecutor = field(
-        default_factory=lambda: ThreadPoolExecutor(1, thread_name_prefix="rag-index")
-    )
+    jobs: FolderJobs = field(default_factory=FolderJobs)
     state: str = STARTING
     message: str = ""
     percentage: int | None = None  # while a run is under way
     files: int = 0
     chunks: int = 0
     last_update: str | None = None
-    # The running indexing run, and how to stop it (checked between files).
-    run: asyncio.Task | None = None
-    cancel: threading.Event = field(default_factory=threading.Event)
-    rerun: bool = False  # another (incremental) run was asked for during this one
-    # File events waiting to be applied (folder-relative paths), coalesced.
-    pending: set[str] = field(default_factory=set)
-    rescan: bool = False  # an ignore file changed: the next flush rescans the folder
-    first_pending_at: float = 0.0
-    flush_timer: asyncio.TimerHandle | None = None
-    flushing: bool = False
-    updates_since_compact: int = 0
-    first_uncompacted_at: float = 0.0
-    compact_timer: asyncio.TimerHandle | None = None
-    closed: bool = False
+
+    @property
+    def closed(self) -> bool:
+        return self.jobs.closed
+
+    @property
+    def running(self) -> bool:
+        return self.jobs.running
 
     @property
     def root(self) -> Path:
@@ -71,10 +57,6 @@ class FolderIndex:
     @property
     def name(self) -> str:
         return self.root.name or str(self.root)
-
-    @property
-    def running(self) -> bool:
-        return self.run is not None and not self.run.done()
 
     def status(self) -> dict:
         return {
@@ -89,15 +71,9 @@ class FolderIndex:
         }
 
     def close(self) -> None:
-        """Stop work on this folder: cancel the run and pending timers, retire the writer."""
-        self.closed = True
-        self.cancel.set()
+        """Stop work on this folder (see :meth:`FolderJobs.close`)."""
+        self.jobs.close()
         self.workspace.close()  # a write waiting for another process's lock gives up
-        for timer in (self.flush_timer, self.compact_timer):
-            if timer is not None:
-                timer.cancel()
-        self.pending.clear()
-        self.writer.shutdown(wait=False, cancel_futures=True)
 
 
 def folder_of(folders: dict[str, FolderIndex], path: Path) -> FolderIndex | None:

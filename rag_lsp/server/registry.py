@@ -85,6 +85,6 @@ class FolderRegistry:
     async def _retire(self, uri: str) -> None:
         folder = self._close(uri)
         if folder is not None:
-            await asyncio.get_running_loop().run_in_executor(None, folder.writer.shutdown, True)
+            await folder.jobs.stopped()
 
 

@@ -11,7 +11,6 @@ import asyncio
 import logging
 
 from rag_lsp.server.folders import FolderIndex
-from rag_lsp.server.tasks import spawn
 
 log = logging.getLogger(__name__)
 
@@ -20,25 +19,24 @@ COMPACT_EVERY_UPDATES = 20
 COMPACT_AT_LATEST_SECONDS = 30.0
 
 def schedule_compact(folder: FolderIndex) -> None:
-    loop = asyncio.get_running_loop()
-    if folder.compact_timer is not None:
-        folder.compact_timer.cancel()
-    if not folder.first_uncompacted_at:
-        folder.first_uncompacted_at = loop.time()
-    waited = loop.time() - folder.first_uncompacted_at
+    jobs = folder.jobs
+    now = asyncio.get_running_loop().time()
+    if not jobs.first_uncompacted_at:
+        jobs.first_uncompacted_at = now
+    waited = now - jobs.first_uncompacted_at
     delay = min(COMPACT_AFTER_SECONDS, max(0.0, COMPACT_AT_LATEST_SECONDS - waited))
-    if folder.updates_since_compact >= COMPACT_EVERY_UPDATES:
+    if jobs.updates_since_compact >= COMPACT_EVERY_UPDATES:
         delay = 0.0
-    folder.compact_timer = loop.call_later(delay, lambda: spawn(compact(folder)))
+    jobs.after("compact", delay, lambda: compact(folder))
 
 
 async def compact(folder: FolderIndex) -> None:
-    folder.compact_timer = None
-    if folder.closed or folder.running:
+    jobs = folder.jobs
+    if folder.closed or jobs.running:
         return  # a run compacts at its end
-    folder.updates_since_compact = 0
-    folder.first_uncompacted_at = 0.0
+    jobs.updates_since_compact = 0
+    jobs.first_uncompacted_at = 0.0
     try:
-        await asyncio.get_running_loop().run_in_executor(folder.writer, folder.workspace.compact)
+        await jobs.write(folder.workspace.compact)
     except Exception as exc:  # compaction is an optimisation; never fatal
         log.warning("%s: compaction failed: %s", folder.name, exc)

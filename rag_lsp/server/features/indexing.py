@@ -1,9 +1,9 @@
 """Indexing runs with progress, updates from file events, and ``rag/reindex``.
 
-Runs and updates for a folder all go through its single writer thread. File events are
-coalesced: each one restarts a short quiet timer, bounded so a steady stream still flushes,
-and everything pending goes to the engine as one batch (a branch switch touching 1,000 files is
-one update, not 1,000).
+Runs and updates for a folder all go through its job owner (``server/jobs.py``): one writer
+thread, and the tasks and timers it holds. File events are coalesced: each one restarts a
+short quiet timer, bounded so a steady stream still flushes, and everything pending goes to
+the engine as one batch (a branch switch touching 1,000 files is one update, not 1,000).
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import logging
 import threading
 from collections.abc import Iterable
 from datetime import datetime, timezone
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from rag_lsp.config import CONFIG_FILE_NAME
@@ -58,13 +57,14 @@ class IndexingService:
         if folder.workspace.degraded:
             self.server.set_folder_state(folder, DEGRADED, self.server.degraded_message())
             return False
-        if folder.running:
+        jobs = folder.jobs
+        if jobs.running:
             if not full:
-                folder.rerun = True
+                jobs.rerun = True
                 return True
-            folder.cancel.set()  # a full rebuild replaces the current run
-        previous = folder.run
-        folder.run = spawn(self._run(folder, full, previous))
+            jobs.cancel.set()  # a full rebuild replaces the current run
+        previous = jobs.run
+        jobs.run = jobs.start(self._run(folder, full, previous))
         return True
 
     async def _run(self, folder: FolderIndex, full: bool, previous: asyncio.Task | None) -> None:
@@ -72,8 +72,9 @@ class IndexingService:
             await asyncio.gather(previous, return_exceptions=True)
         if folder.closed:
             return  # closed while this run waited its turn: nothing to do, nothing to report
-        folder.cancel = cancel = threading.Event()
-        folder.rerun = False
+        jobs = folder.jobs
+        jobs.cancel = cancel = threading.Event()
+        jobs.rerun = False
         self.server.set_folder_state(folder, INDEXING, "scanning files")
         work = WorkDone(self.server, f"rag-lsp: indexing {folder.name}", cancel)
         await work.begin("scanning files")
@@ -86,9 +87,7 @@ class IndexingService:
 
         state, message = READY, ""
         try:
-            report = await loop.run_in_executor(
-                folder.writer, partial(folder.workspace.index, full=full, progress=on_progress)
-            )
+            report = await jobs.write(folder.workspace.index, full=full, progress=on_progress)
             message = summarise(report)
             folder.last_update = _now()
             log.info("%s: %s", folder.name, message)
@@ -115,9 +114,9 @@ class IndexingService:
             return
         await self.refresh_counts(folder)
         self.server.set_folder_state(folder, state, message)
-        if folder.rerun and state == READY:
+        if jobs.rerun and state == READY:
             loop.call_soon(self.start_run, folder)
-        elif folder.pending or folder.rescan:
+        elif jobs.pending or jobs.rescan:
             self.schedule_flush(folder, delay=0)
 
     def _on_progress(self, folder: FolderIndex, work: WorkDone, progress: IndexProgress) -> None:
@@ -143,54 +142,50 @@ class IndexingService:
         """Note changed paths (absolute, or relative to the folder); apply them shortly."""
         if folder.closed or folder.workspace.degraded:
             return
+        jobs = folder.jobs
         added = False
         for path in paths:
             rel = folder.rules.relative(path)
             if rel == CONFIG_FILE_NAME:
-                spawn(self.server.registry.reopen(folder.uri))
+                spawn(self.server.registry.reopen(folder.uri))  # outlives the folder
                 return
             if rel is None or not folder.rules.may_matter(rel):
                 continue
             if folder.rules.is_rule_file(rel):
                 folder.rules.forget(rel)
-                folder.rescan = True
-            folder.pending.add(rel)
+                jobs.rescan = True
+            jobs.pending.add(rel)
             added = True
         if added:
             self.schedule_flush(folder)
 
     def schedule_flush(self, folder: FolderIndex, delay: float | None = None) -> None:
-        loop = asyncio.get_running_loop()
-        now = loop.time()
-        if not folder.first_pending_at:
-            folder.first_pending_at = now
+        jobs = folder.jobs
+        now = asyncio.get_running_loop().time()
+        if not jobs.first_pending_at:
+            jobs.first_pending_at = now
         if delay is None:
-            delay = min(QUIET_SECONDS, max(0.0, folder.first_pending_at + MAX_DELAY_SECONDS - now))
-        if folder.flush_timer is not None:
-            folder.flush_timer.cancel()
-        folder.flush_timer = loop.call_later(
-            delay, lambda: spawn(self.flush(folder))
-        )
+            delay = min(QUIET_SECONDS, max(0.0, jobs.first_pending_at + MAX_DELAY_SECONDS - now))
+        jobs.after("flush", delay, lambda: self.flush(folder))
 
     async def flush(self, folder: FolderIndex) -> None:
         """Apply every pending event as one engine update (or one rescan)."""
-        folder.flush_timer = None
-        if folder.closed or folder.running or folder.flushing:
+        jobs = folder.jobs
+        if folder.closed or jobs.running or jobs.flushing:
             return  # the run's end, or the running flush, picks the events up
-        if folder.rescan:
-            folder.rescan = False
-            folder.pending.clear()
-            folder.first_pending_at = 0.0
+        if jobs.rescan:
+            jobs.rescan = False
+            jobs.pending.clear()
+            jobs.first_pending_at = 0.0
             self.start_run(folder)  # ignore rules changed: the scan decides again
             return
-        paths, folder.pending = sorted(folder.pending), set()
-        folder.first_pending_at = 0.0
+        paths, jobs.pending = sorted(jobs.pending), set()
+        jobs.first_pending_at = 0.0
         if not paths:
             return
-        folder.flushing = True
-        loop = asyncio.get_running_loop()
+        jobs.flushing = True
         try:
-            report = await loop.run_in_executor(folder.writer, folder.workspace.update, paths)
+            report = await jobs.write(folder.workspace.update, paths)
         except RagLspError as exc:
             if folder.closed:
                 return  # closed while it waited for another process's write
@@ -201,17 +196,17 @@ class IndexingService:
             log.exception("%s: updating %d files failed", folder.name, len(paths))
             return
         finally:
-            folder.flushing = False
+            jobs.flushing = False
         if report.files_indexed or report.files_removed:
             log.info("%s: %d changed files applied (%d indexed, %d removed, %d chunks "
                      "embedded) in %.0f ms", folder.name, len(paths), report.files_indexed,
                      report.files_removed, report.chunks_embedded, report.seconds * 1000)
             folder.last_update = _now()
-            folder.updates_since_compact += 1
+            jobs.updates_since_compact += 1
             schedule_compact(folder)
             await self.refresh_counts(folder)
             self.server.send_index_status()
-        if folder.pending or folder.rescan:
+        if jobs.pending or jobs.rescan:
             self.schedule_flush(folder, delay=0)
 
 def summarise(report: IndexReport) -> str:
