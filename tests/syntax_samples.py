@@ -29,8 +29,7 @@ app.render = function render(name, options, callback) {
      ('module', 'app', 1, 1),
      ('class', 'Application', 3, 6),
      ('method', 'Application.handle', 7, 9),
-     ('method', 'Application.listen', 10, 12),
-     ('class', 'Application', 13, 13),
+     ('method', 'Application.listen', 10, 13),
      ('function', 'app.render', 15, 17)]),
     "typescript": ("core.ts", """\
 import { resolve } from 'node:path'
@@ -53,8 +52,7 @@ export const createVitest = async (options: RunnerOptions) => new Vitest(options
      ('class', 'Vitest', 5, 5),
      ('method', 'Vitest.start', 6, 6),
      ('method', 'Vitest.start', 7, 8),
-     ('method', 'Vitest.close', 9, 11),
-     ('class', 'Vitest', 12, 12),
+     ('method', 'Vitest.close', 9, 12),
      ('function', 'createVitest', 14, 14)]),
     "tsx": ("Button.tsx", """\
 export function Button({ label, onClick }: Props) {
@@ -111,8 +109,7 @@ pub fn route(path: &str) -> Router<()> { Router::new().route(path) }
      ('method', 'Router.call', 8, 8),
      ('method', 'Router.call', 9, 10),
      ('method', 'Router.poll_ready', 11, 11),
-     ('method', 'Router.poll_ready', 12, 13),
-     ('class', 'impl Service<Request> for Router', 14, 14),
+     ('method', 'Router.poll_ready', 12, 14),
      ('function', 'route', 16, 16)]),
     "java": ("Server.java", """\
 package org.example;
@@ -129,8 +126,7 @@ public class Server extends AbstractServer {
      ('module', 'Server', 1, 1),
      ('class', 'Server', 3, 3),
      ('method', 'Server.start', 4, 6),
-     ('method', 'Server.stop', 7, 9),
-     ('class', 'Server', 10, 10)]),
+     ('method', 'Server.stop', 7, 10)]),
     "c": ("buffer.c", """\
 #include <stdlib.h>
 
@@ -161,10 +157,8 @@ bool Parser::validate(const Value &value) const { return value.type() != Type::I
      ('module', 'parser', 1, 1),
      ('class', 'Parser', 2, 3),
      ('method', 'Parser.parse', 4, 4),
-     ('method', 'Parser.parseValue', 5, 5),
-     ('class', 'Parser', 6, 6),
-     ('function', 'Parser::validate', 8, 8),
-     ('module', 'parser', 9, 9)]),
+     ('method', 'Parser.parseValue', 5, 6),
+     ('function', 'Parser::validate', 8, 9)]),
     "csharp": ("Users.cs", """\
 namespace App.Models
 {
@@ -179,9 +173,7 @@ namespace App.Models
      ('module', 'Users', 1, 2),
      ('class', 'UserService', 3, 5),
      ('method', 'UserService.Find', 6, 6),
-     ('method', 'UserService.Delete', 7, 7),
-     ('class', 'UserService', 8, 8),
-     ('module', 'Users', 9, 9)]),
+     ('method', 'UserService.Delete', 7, 9)]),
     "ruby": ("request.rb", """\
 module Rack
   class Request < Base
@@ -197,9 +189,7 @@ end
      ('module', 'Rack', 1, 1),
      ('class', 'Rack.Request', 2, 2),
      ('method', 'Rack.Request.initialize', 3, 5),
-     ('method', 'Rack.Request.params', 6, 8),
-     ('class', 'Rack.Request', 9, 9),
-     ('module', 'Rack', 10, 10)]),
+     ('method', 'Rack.Request.params', 6, 10)]),
     "php": ("User.php", """\
 <?php
 namespace App;
@@ -212,8 +202,7 @@ class User extends Model {
      ('module', 'User', 1, 2),
      ('class', 'User', 4, 4),
      ('method', 'User.save', 5, 5),
-     ('method', 'User.delete', 6, 6),
-     ('class', 'User', 7, 7)]),
+     ('method', 'User.delete', 6, 7)]),
     "kotlin": ("Client.kt", """\
 package example
 
@@ -227,8 +216,7 @@ fun defaultClient() = HttpClient(DefaultEngine())
      ('module', 'Client', 1, 1),
      ('class', 'HttpClient', 3, 3),
      ('method', 'HttpClient.get', 4, 4),
-     ('method', 'HttpClient.post', 5, 5),
-     ('class', 'HttpClient', 6, 6),
+     ('method', 'HttpClient.post', 5, 6),
      ('function', 'defaultClient', 8, 8)]),
     "swift": ("Store.swift", """\
 import Foundation
@@ -243,8 +231,7 @@ func makeStore() -> Store { Store() }
      ('module', 'Store', 1, 1),
      ('class', 'Store', 3, 3),
      ('method', 'Store.save', 4, 4),
-     ('method', 'Store.load', 5, 5),
-     ('class', 'Store', 6, 6),
+     ('method', 'Store.load', 5, 6),
      ('function', 'makeStore', 8, 8)]),
     "scala": ("Routes.scala", """\
 package example
@@ -257,8 +244,7 @@ object Routes {
      ('module', 'Routes', 1, 1),
      ('class', 'Routes', 3, 3),
      ('method', 'Routes.users', 4, 4),
-     ('method', 'Routes.health', 5, 5),
-     ('class', 'Routes', 6, 6)]),
+     ('method', 'Routes.health', 5, 6)]),
     "lua": ("module.lua", """\
 local M = {}
 

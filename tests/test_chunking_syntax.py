@@ -182,3 +182,14 @@ def test_a_workspace_of_every_language_indexes_with_symbols(tmp_path, embedder):
             == sorted((c.kind, c.symbol, c.start_line, c.end_line) for c in chunks), grammar
         assert {r["language"] for r in rows} == {language_for(name)}
         assert any(r["kind"] != "text" for r in rows), grammar
+
+
+def test_a_closing_brace_is_not_a_chunk_of_its_own(token_counter):
+    methods = "\n".join(f"    fn method_{i}(&self) -> u32 {{ self.value * {i} + self.offset }}"
+                        for i in range(12))
+    source = f"impl Counter {{\n{methods}\n}}\n"
+    chunks = chunk_syntax(source, "rust", token_counter, ChunkOptions(max_tokens=60),
+                          path="counter.rs")
+    assert all(c.text.strip() != "}" for c in chunks)
+    assert chunks[-1].end_line == source.count("\n")  # folded into the last method's chunk
+    check_invariants(chunks, source, token_counter, ChunkOptions(max_tokens=60))

@@ -15,6 +15,7 @@ from rag_lsp.search.ranking import (
     RankContext,
     RankingWeights,
     answerable,
+    order_ranges,
     rank_files,
     score_chunks,
     squash,
@@ -164,6 +165,37 @@ def test_a_definition_outranks_a_closer_mention():
               _candidate("app/routing.py", 0.35, defines="Router", terms="router")]
     score_chunks(chunks, _context("Router"))
     assert chunks[1].raw > chunks[0].raw
+
+
+def test_a_named_definition_outranks_a_definition_line_inside_another_chunk():
+    trait = _candidate("ser/mod.rs", 0.5, defines="Serialize", terms="serial")
+    trait.row["symbol"] = "Serialize"
+    in_macro = _candidate("private/doc.rs", 0.5, defines="helper Serialize", terms="serial")
+    in_macro.row["symbol"] = "helper"  # ``trait Serialize`` declared inside a macro body
+    score_chunks([trait, in_macro], _context("Serialize"))
+    assert trait.raw > in_macro.raw
+    method = _candidate("client.py", 0.5, defines="send", terms="send")
+    method.row["symbol"] = "Client.send"  # a qualified symbol names its last part
+    module_code = _candidate("api.py", 0.5, defines="send", terms="send")
+    module_code.row["symbol"] = "api"  # ``send = functools.partial(…)`` among module code
+    score_chunks([method, module_code], _context("send"))
+    assert method.raw > module_code.raw
+
+
+def test_a_long_function_does_not_outrank_the_definition_a_query_names():
+    # tree.go: a 5-line struct and a 250-line function in 12 pieces that all mention it.
+    definition = _candidate("tree.go", 0.45, defines="skippedNode", terms="skip node")
+    definition.row.update(kind="class", symbol="skippedNode", start_line=407, end_line=411)
+    pieces = []
+    for i in range(12):
+        piece = _candidate("tree.go", 0.5, terms="skip node")
+        piece.row.update(kind="method", symbol="node.getValue", start_line=420 + 20 * i,
+                         end_line=439 + 20 * i)
+        pieces.append(piece)
+    chunks = [definition, *pieces]
+    score_chunks(chunks, _context("skippedNode"))
+    ordered = order_ranges(chunks, WEIGHTS)
+    assert ordered[0][0] is definition
 
 
 def test_a_test_file_ranks_below_its_implementation():

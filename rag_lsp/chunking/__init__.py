@@ -20,8 +20,8 @@ from rag_lsp.chunking.types import KINDS, Chunk, ChunkOptions, TokenCounter
 
 # Part of the index format: a new value re-chunks every file on the next run, once (chunks
 # whose embedded text is unchanged keep their vectors). 2: tree-sitter for 17 languages,
-# Python included.
-CHUNKER_VERSION = 2
+# Python included; 3: a block's closing line folded into the chunk before it.
+CHUNKER_VERSION = 3
 
 __all__ = [
     "CHUNKER_VERSION",

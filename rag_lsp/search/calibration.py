@@ -19,7 +19,7 @@ import numpy as np
 
 from rag_lsp.store.lance_store import ChunkStore
 
-SAMPLE_SIZE = 256
+SAMPLE_SIZE = 1024  # ~100 ms to read; at 256 a repository's NDCG@10 moved by up to 0.05
 REFRESH_SECONDS = 60.0  # a changed index is re-sampled at most this often
 
 

@@ -265,14 +265,18 @@ class ChunkStore:
         return rows
 
     @_reports_damage
-    def sample_rows(self, count: int, seed: int = 0) -> list[dict]:
-        """Up to ``count`` chunks spread evenly over the table (vector and terms only)."""
+    def sample_rows(self, count: int) -> list[dict]:
+        """About ``count`` chunks (vector and terms only), chosen by their content hash: the
+        same chunks give the same sample whatever order writes and compactions left the rows
+        in, so scores calibrated on it do not shift when the table is rewritten."""
         total = self._chunks.count_rows()
         if total == 0:
             return []
-        step = max(1, total // count)
-        offsets = list(range(seed % step, total, step))[:count]
-        return self._chunks.take_offsets(offsets).select(SAMPLE_COLUMNS).to_list()
+        if total <= count:
+            where = "true"
+        else:  # hashes are uniform: those below a cutoff are a fair sample of count/total
+            where = f"content_hash < '{int(0x10000 * count / total):04x}'"
+        return self.chunk_rows(where, SAMPLE_COLUMNS)
 
     @_reports_damage
     def version(self) -> int:

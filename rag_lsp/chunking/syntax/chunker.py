@@ -11,6 +11,7 @@ small neighbours are grouped rather than emitted one line each.
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass
 from pathlib import PurePath
 
@@ -76,7 +77,29 @@ def chunk_syntax(text: str, grammar: str, counter: TokenCounter, options: ChunkO
     stem = PurePath(path).stem if path else ""
     chunker.container(tree.root_node.named_children, 0, len(lt) - 1,
                       _Scope("module", stem, "", ""), 0)
-    return sorted(chunker.chunks, key=lambda c: (c.start_line, c.end_line))
+    chunks = sorted(chunker.chunks, key=lambda c: (c.start_line, c.end_line))
+    return _fold_closers(chunks, lt, options.max_tokens)
+
+
+# Lines that only close what came before: ``}``, ``});``, ``end``.
+_CLOSER = re.compile(r"^[\s\])};,)]*(?:end\b[\s;,)]*)*$")
+
+
+def _fold_closers(chunks: list[Chunk], lt: LineTokens, max_tokens: int) -> list[Chunk]:
+    """Fold a chunk that only closes a block (a type's last ``}``) into the chunk before it.
+    Alone it would be a junk result whose embedding is all header and signature."""
+    out: list[Chunk] = []
+    for chunk in chunks:
+        previous = out[-1] if out else None
+        if (previous is not None and _CLOSER.match(chunk.text)
+                and lt.trim(previous.end_line, chunk.start_line - 2) is None
+                and lt.tokens(previous.start_line - 1, chunk.end_line - 1)
+                + lt.counter.count(previous.context) <= max_tokens):
+            out[-1] = lt.chunk(previous.start_line - 1, chunk.end_line - 1, previous.kind,
+                               previous.symbol, previous.context, max_tokens)
+            continue
+        out.append(chunk)
+    return out
 
 
 def _is_import(value) -> bool:

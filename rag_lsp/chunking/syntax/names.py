@@ -46,11 +46,16 @@ def _first_name(node) -> str:
     return ""
 
 
+_TYPE_WORD = re.compile(r"[A-Za-z_][\w:]*")
+_NOT_A_TYPE = frozenset({"dyn", "impl", "mut", "const", "unsafe"})
+
+
 def _base_type(node) -> str:
-    """``*Engine`` → ``Engine``, ``Router<S>`` → ``Router``."""
-    name = text(node)
-    name = re.sub(r"<.*", "", name).lstrip("*&( ").strip(") ")
-    return name.split()[-1] if name.split() else ""
+    """``*Engine`` → ``Engine``, ``Router<S>`` → ``Router``, ``dyn Expected + '_`` →
+    ``Expected``, ``&mut A`` → ``A``."""
+    name = re.sub(r"'\w+|<.*", "", text(node))  # lifetimes, generic arguments
+    words = [w for w in _TYPE_WORD.findall(name) if w not in _NOT_A_TYPE]
+    return words[0] if words else ""
 
 
 def receiver_type(node) -> str:
