@@ -19,7 +19,10 @@ import numpy as np
 
 from rag_lsp.store.lance_store import ChunkStore
 
-SAMPLE_SIZE = 1024  # ~100 ms to read; at 256 a repository's NDCG@10 moved by up to 0.05
+# Chosen by content hash (see ChunkStore.sample_rows), so fixed for a given set of chunks.
+# 1,024 measured the same on the code benchmark and SciFact (within 0.001) and on off-topic
+# questions (4.4 % vs 4.3 % held out), at four times the reading.
+SAMPLE_SIZE = 256
 REFRESH_SECONDS = 60.0  # a changed index is re-sampled at most this often
 
 
