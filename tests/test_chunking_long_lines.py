@@ -81,3 +81,11 @@ def test_a_huge_run_without_spaces_is_cut_into_exact_pieces(token_counter):
     pieces = split_long_lines([chunk], token_counter, 254)
     assert "".join(p.text for p in pieces) == blob
     assert all(token_counter.count(p.embed_text) <= 254 for p in pieces)
+
+
+def test_pieces_fit_even_where_word_counts_do_not_add_up(token_counter):
+    # The tokenizer drops the form feed and joins "a" with "tokenization": 6 tokens, not 5.
+    chunk = Chunk(1, 1, "text", "a中a\x0ctokenization")
+    pieces = split_long_lines([chunk], token_counter, 5)
+    assert all(token_counter.count(p.embed_text) <= 5 for p in pieces)
+    assert "".join(p.text for p in pieces) == chunk.text

@@ -38,13 +38,19 @@ _PROSE = frozenset({"markdown", "text", "rst", "json", "yaml", "toml", "ini", "x
 MAX_NAMES = 32  # a chunk of many one-line constants should not flood the column
 
 
+def symbol_name(symbol: str) -> str:
+    """The name a symbol defines: ``Client.send`` → ``send``, ``impl Serialize for Value``
+    → ``Value``, ``M:method`` → ``method``."""
+    return re.split(r"[.:\s]", symbol)[-1] if symbol else ""
+
+
 def defined_names(text: str, language: str, symbol: str = "") -> list[str]:
     """Names defined in ``text``, in order, without repeats (case kept)."""
     names: list[str] = []
     if language in _PROSE:
         return names
     if symbol:  # the chunker's own reading (Python's AST, tree-sitter) comes first
-        names.append(re.split(r"[.:\s]", symbol)[-1])
+        names.append(symbol_name(symbol))
     for pattern in _PATTERNS:
         names.extend(m.group(1) for m in pattern.finditer(text))
     return list(dict.fromkeys(names))[:MAX_NAMES]

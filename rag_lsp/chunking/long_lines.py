@@ -93,7 +93,22 @@ def _spans(line: str, budget: int, counter: TokenCounter) -> list[tuple[int, int
         used += tokens
     if line[start:].strip():
         spans.append((start, len(line)))
-    return spans
+    return _recount(line, spans, budget, counter)
+
+
+def _recount(line: str, spans: list[tuple[int, int]], budget: int,
+             counter: TokenCounter) -> list[tuple[int, int]]:
+    """Spans cut again where their real count is over ``budget``: word counts do not always
+    add up (the tokenizer drops control characters such as form feeds and then joins the
+    words around them)."""
+    out: list[tuple[int, int]] = []
+    for start, end in spans:
+        while end - start > 1 and counter.count(line[start:end]) > budget:
+            cut = start + _longest_prefix(line[start:end], budget, counter)
+            out.append((start, cut))
+            start = cut
+        out.append((start, end))
+    return out
 
 
 def split_long_lines(chunks: list[Chunk], counter: TokenCounter, max_tokens: int) -> list[Chunk]:

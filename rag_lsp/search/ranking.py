@@ -30,10 +30,10 @@ threshold means "relevant" in every query and workspace: nonsense scores near 0.
 from __future__ import annotations
 
 import math
-import re
 from collections import defaultdict
 from dataclasses import dataclass
 
+from rag_lsp.chunking.definitions import symbol_name
 from rag_lsp.config import Settings
 from rag_lsp.search.calibration import Background
 from rag_lsp.search.evidence import TermCoverage, defines_name, path_match, stem_is_name
@@ -198,10 +198,10 @@ def prior(candidate: Candidate, weights: RankingWeights, unlocked: set[str]) -> 
 
 
 def _is_own_symbol(symbol: str, identifiers: tuple[str, ...]) -> bool:
-    """``Client.send`` for ``send``, ``impl Serialize for Value`` for ``Value``."""
-    last = re.split(r"[.:\s]", symbol)[-1] if symbol else ""
-    return bool(last) and any(i == last or (i.islower() and i == last.lower())
-                              or i.split(".")[-1].split(":")[-1] == last
+    """Whether a queried name is the one the chunk's symbol defines (``Client.send`` for
+    ``send``; the query analysis already split ``Router.handle`` into ``handle``)."""
+    name = symbol_name(symbol)
+    return bool(name) and any(i == name or (i.islower() and i == name.lower())
                               for i in identifiers)
 
 
