@@ -37,6 +37,9 @@ MATRIX: list[tuple[str, str, str, list[str]]] = [
      [T + "test_concurrent_writers.py::test_two_servers_on_one_folder_under_edits_converge"]),
     ("writers", "two engines in one process writing at once", "converge, no duplicates",
      [T + "test_concurrent_writers.py::test_two_workspaces_writing_at_once_converge"]),
+    ("writers", "an LSP server and an MCP server (`rag-lsp mcp`) on one folder under edits",
+     "both follow the edits; one index, no duplicate rows",
+     [T + "test_mcp.py::test_an_lsp_server_and_an_mcp_server_share_one_index_under_edits"]),
     ("writers", "a reader process while another writes", "follows the new version",
      [T + "test_concurrent_writers.py::test_a_reader_follows_another_writers_changes"]),
     ("writers", "writer lock held by a live / a kill -9'd process",
@@ -111,7 +114,8 @@ MATRIX: list[tuple[str, str, str, list[str]]] = [
           "test_closing_a_folder_with_a_queued_rebuild_reports_no_error"]),
     ("lifecycle", "stdin closed mid-indexing", "server exits within seconds",
      [T + "test_server_stdio.py::test_the_server_exits_soon_after_its_client_goes_away_mid_index"]),
-    ("network", "the server indexing and searching under strace", "no internet socket used",
+    ("network", "the LSP and the MCP server indexing and searching under strace",
+     "no internet socket used",
      [T + "test_no_network.py"]),
 ]
 

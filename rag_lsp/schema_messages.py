@@ -50,3 +50,37 @@ def describe_rule(error: Any) -> str:
     if kind == "maxItems":
         return f"must have at most {arg:,} items (got {len(error.instance):,})"
     return error.message
+
+
+def json_path(path: Any) -> str:
+    return "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
+
+
+def schema_problems(validator: Any, value: Any) -> list[str]:
+    """Every way ``value`` breaks ``validator``'s schema, one readable line each."""
+    found = []
+    for error in sorted(validator.iter_errors(value),
+                        key=lambda e: [str(p) for p in e.absolute_path]):
+        # "not valid under any of the given schemas" says nothing: explain the closest branch.
+        while error.validator in ("oneOf", "anyOf") and error.context:
+            error = _closest_branch(error.context)
+        where = list(error.absolute_path)
+        if error.validator == "required":
+            missing = error.message.split("'")[1]
+            found.append(f"{json_path([*where, missing])}: required")
+        elif error.validator == "additionalProperties":
+            allowed = sorted(error.schema.get("properties", {}))
+            extra = sorted(set(error.instance) - set(allowed))
+            found += [f"{json_path([*where, key])}: unknown field (known: {', '.join(allowed)})"
+                      for key in extra]
+        else:
+            found.append(f"{json_path(where)} = {show_value(error.instance)}: "
+                         f"{describe_rule(error)}")
+    return found
+
+
+def _closest_branch(errors: list[Any]) -> Any:
+    """The alternative the value was most likely meant to match: not one whose very type is
+    wrong, and the one that got deepest into the value."""
+    return min(errors, key=lambda e: (e.validator == "type" and not e.relative_path,
+                                      -len(e.relative_path)))

@@ -37,14 +37,15 @@ from rag_lsp.errors import (
     RagLspError,
     WorkspaceClosedError,
 )
-from rag_lsp.indexing.indexer import Indexer, IndexProgress, IndexReport, ProgressCallback
+from rag_lsp.indexing.indexer import Indexer
+from rag_lsp.indexing.progress import IndexProgress, IndexReport, ProgressCallback
 from rag_lsp.indexing.scan import WorkspaceFilter
 from rag_lsp.knowledge import KnowledgeBase
 from rag_lsp.priority import SearchFirst
 from rag_lsp.search.calibration import BackgroundCache
-from rag_lsp.search.pipeline import MODES, SearchIndex, search_chunks, search_files
+from rag_lsp.search.pipeline import SearchIndex, search_chunks, search_files
 from rag_lsp.search.ranking import RankingWeights
-from rag_lsp.search.results import ChunkHit, SearchFilters, SearchResponse
+from rag_lsp.search.results import MODES, ChunkHit, SearchFilters, SearchResponse
 from rag_lsp.store.lance_store import ChunkStore
 from rag_lsp.store.manifest import MANIFEST_NAME, SCHEMA_VERSION, IndexManifest
 from rag_lsp.store.sql import all_of, quote

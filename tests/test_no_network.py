@@ -43,3 +43,40 @@ def test_the_server_opens_no_internet_socket(tmp_path, monkeypatch):
     sockets = [c for c in calls if "socket(AF_INET" in c]
     binds = [c for c in calls if re.search(r"\bbind\(", c) and "AF_INET" in c]
     assert len(sockets) <= 1 and all('"::1"' in b for b in binds), sockets + binds
+
+
+def _internet_use(trace_text: str) -> tuple[list[str], list[str], list[str]]:
+    calls = trace_text.splitlines()
+    internet = [c for c in calls if re.search(r"\b(connect|sendto|sendmsg)\(", c)
+                and ("AF_INET" in c or "htons(53)" in c or "microsoft" in c)]
+    sockets = [c for c in calls if "socket(AF_INET" in c]
+    binds = [c for c in calls if re.search(r"\bbind\(", c) and "AF_INET" in c]
+    return internet, sockets, binds
+
+
+async def test_the_mcp_server_opens_no_internet_socket(tmp_path):
+    """`rag-lsp mcp` (the MCP SDK ships HTTP transports and OpenTelemetry hooks) serves
+    stdio only: index, search, record a finding — no internet socket."""
+    import sys
+
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    root = make_sample_root(tmp_path)
+    trace = tmp_path / "trace.txt"
+    params = StdioServerParameters(command="strace", args=[
+        "-f", "-s", "120", "-e", "trace=network", "-o", str(trace),
+        sys.executable, "-m", "rag_lsp", "mcp", str(root)])
+    with open(tmp_path / "stderr.log", "w", encoding="utf-8") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                await session.list_tools()
+                found = await session.call_tool("search_code", {"query": "redirects"})
+                assert "src/http/client.py" in found.content[0].text
+                added = await session.call_tool("kb_add", {"mode": "debugger",
+                                                           "content": "a finding"})
+                assert not added.is_error
+    internet, sockets, binds = _internet_use(trace.read_text(encoding="utf-8"))
+    assert internet == []
+    assert len(sockets) <= 1 and all('"::1"' in b for b in binds), sockets + binds

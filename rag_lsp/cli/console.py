@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from rag_lsp.indexing.indexer import IndexProgress
+from rag_lsp.indexing.progress import IndexProgress
 
 # soft_wrap: never break an error message mid-line (users grep and paste them).
 err = Console(stderr=True, highlight=False, soft_wrap=True)

@@ -7,16 +7,18 @@ import json
 import logging
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rag_lsp import __version__
 from rag_lsp.chunking.types import KINDS
 from rag_lsp.cli.console import IndexProgressBar, delayed_spinner, err
-from rag_lsp.config import load_settings
+from rag_lsp.config import Settings, load_settings
 from rag_lsp.errors import RagLspError
-from rag_lsp.indexing.indexer import IndexReport
-from rag_lsp.search.pipeline import MODES
-from rag_lsp.search.results import SearchFilters
-from rag_lsp.workspace import Workspace
+from rag_lsp.indexing.progress import IndexReport
+from rag_lsp.search.results import MODES, SearchFilters
+
+if TYPE_CHECKING:  # the engine (LanceDB, onnxruntime) loads when a command needs it
+    from rag_lsp.workspace import Workspace
 
 EXIT_OK, EXIT_ERROR = 0, 1
 
@@ -80,6 +82,22 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning"],
                        help="how much to log to stderr (default: info)")
 
+    mcp = commands.add_parser(
+        "mcp", help="serve ROOT to coding agents (Model Context Protocol over stdio)",
+        description="Serve ROOT's index to coding agents as MCP tools over stdin/stdout: "
+        "search_code, get_context, kb_add, kb_search, kb_list, index_status. Indexes ROOT in "
+        "the background and follows file changes; shares the index with `rag-lsp serve` and "
+        "`rag-lsp index` on the same folder (one writes at a time, never a second copy). Logs "
+        "go to stderr.",
+    )
+    mcp.add_argument("root", nargs="?", default=".", help="workspace folder (default: .)")
+    mcp.add_argument("--no-watch", action="store_true",
+                     help="do not follow file changes (index once at start)")
+    mcp.add_argument("--log-level", default="warning", choices=["debug", "info", "warning"],
+                     help="how much to log to stderr (default: warning)")
+    mcp.add_argument("--model-dir", help="folder with model.onnx and tokenizer.json")
+    mcp.add_argument("--index-path", help="where the index lives (default ROOT/.rag-lsp)")
+
     from rag_lsp.cli.modes import add_parsers
 
     add_parsers(commands, _add_workspace_options)
@@ -110,16 +128,22 @@ def _print_now(line: str) -> None:
     print(line, flush=True)  # steps of a minute-long install must show as they happen
 
 
-def _open_workspace(root: str, args: argparse.Namespace, extra: dict | None = None) -> Workspace:
+def _settings(root_path: Path, args: argparse.Namespace, extra: dict | None = None) -> Settings:
     # Paths given as flags are relative to where the user stands, not to the workspace root.
     flag_paths = {"modelDir": args.model_dir, "indexPath": args.index_path}
     overrides = {k: str(Path(v).expanduser().resolve()) if v else None
                  for k, v in flag_paths.items()}
     overrides.update(extra or {})
-    root_path = Path(root).expanduser().resolve()
     sources = {"modelDir": "--model-dir", "indexPath": "--index-path", "topK": "-k",
                "threshold": "--threshold", "searchMode": "--mode"}
-    settings = load_settings(root_path, overrides, override_sources=sources)
+    return load_settings(root_path, overrides, override_sources=sources)
+
+
+def _open_workspace(root: str, args: argparse.Namespace, extra: dict | None = None) -> Workspace:
+    root_path = Path(root).expanduser().resolve()
+    settings = _settings(root_path, args, extra)
+    from rag_lsp.workspace import Workspace
+
     with delayed_spinner("loading the embedding model…"):
         return Workspace.open(root_path, settings)
 
@@ -238,6 +262,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_mcp(args: argparse.Namespace) -> int:
+    root = Path(args.root).expanduser().resolve()
+    if not root.is_dir():
+        raise RagLspError(f"workspace root {root} is not a directory")
+    settings = _settings(root, args)  # bad settings fail here, before the client connects
+    from rag_lsp.agents.mcp_server import serve_mcp  # the MCP SDK loads only for this command
+
+    return serve_mcp(root, settings, watch=not args.no_watch)
+
+
 def cmd_context(args: argparse.Namespace) -> int:
     from rag_lsp.cli.modes import cmd_context as run
 
@@ -252,7 +286,7 @@ def cmd_kb(args: argparse.Namespace) -> int:
 
 COMMANDS = {
     "index": cmd_index, "search": cmd_search, "status": cmd_status, "model": cmd_model,
-    "serve": cmd_serve, "context": cmd_context, "kb": cmd_kb,
+    "serve": cmd_serve, "mcp": cmd_mcp, "context": cmd_context, "kb": cmd_kb,
 }
 
 
@@ -264,8 +298,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "serve":
         return cmd_serve(args)  # the server sets up its own logging (stdout is the wire)
+    level = logging.INFO if args.verbose else logging.WARNING
+    if args.command == "mcp":  # stdout is the wire: logs only ever go to stderr
+        level = min(level, getattr(logging, args.log_level.upper()))
     logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
+        level=level,
         format="%(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )

@@ -7,13 +7,15 @@ import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rag_lsp.cli.console import err
-from rag_lsp.context.builder import ContextRequest, ManualRef, Source, build_context
 from rag_lsp.context.modes import BUILTIN_MODES, unknown_mode_message
 from rag_lsp.errors import RagLspError
-from rag_lsp.knowledge import AnchorSpec, KnowledgeEntry, parse_time
-from rag_lsp.workspace import Workspace
+from rag_lsp.knowledge.entries import AnchorSpec, KnowledgeEntry, parse_time
+
+if TYPE_CHECKING:  # the engine loads when a command runs, not to print --help
+    from rag_lsp.workspace import Workspace
 
 EXIT_OK = 0
 LINES = re.compile(r"^(?P<path>.+?)(?::L?(?P<start>\d+)(?:-L?(?P<end>\d+))?)?$")
@@ -89,6 +91,8 @@ def _check_mode(ws: Workspace, mode: str) -> None:
 
 
 def cmd_context(args: argparse.Namespace, ws: Workspace, print_json) -> int:
+    from rag_lsp.context.builder import ContextRequest, ManualRef, Source, build_context
+
     _check_mode(ws, args.mode)
     if ws.token_counter is None:
         raise RagLspError(f"context needs the model's tokenizer: {ws.model_error}")

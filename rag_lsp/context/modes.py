@@ -21,7 +21,7 @@ from pathlib import PurePosixPath
 
 import pathspec
 
-from rag_lsp.knowledge import BUILTIN_MODES
+from rag_lsp.knowledge.entries import BUILTIN_MODES
 from rag_lsp.search.results import ChunkHit
 
 SAME_FILE_BOOST = 0.10

@@ -12,7 +12,7 @@ import hashlib
 import logging
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +23,7 @@ from rag_lsp.chunking.long_lines import looks_minified
 from rag_lsp.config import Settings
 from rag_lsp.embedding.tokenizer import ModelTokenCounter
 from rag_lsp.indexing.lexical_text import lexical_text
+from rag_lsp.indexing.progress import IndexProgress, IndexReport, ProgressCallback
 from rag_lsp.indexing.scan import (
     FileContent,
     ScannedFile,
@@ -46,37 +47,6 @@ WRITE_BATCH_CHUNKS = 512
 OPTIMIZE_EVERY_BATCHES = 4
 
 
-@dataclass
-class IndexProgress:
-    """Where an indexing run is; handed to the progress callback after each step."""
-
-    phase: str  # "wait" (for another writer) | "scan" | "index" | "finish"
-    files_done: int = 0
-    files_total: int = 0
-    chunks_embedded: int = 0
-    message: str = ""
-
-
-@dataclass
-class IndexReport:
-    files_scanned: int = 0
-    files_indexed: int = 0
-    files_unchanged: int = 0
-    files_removed: int = 0
-    files_skipped: dict[str, int] = field(default_factory=dict)
-    chunks_total: int = 0
-    chunks_written: int = 0
-    chunks_embedded: int = 0
-    chunks_reused: int = 0
-    seconds: float = 0.0
-    rebuilt_because: str = ""  # the damage that made this run rebuild the index from scratch
-
-    def skip(self, reason: str, count: int = 1) -> None:
-        key = reason.split(":", 1)[0]
-        self.files_skipped[key] = self.files_skipped.get(key, 0) + count
-
-
-ProgressCallback = Callable[[IndexProgress], None]
 # Skip reason for code whose lines average over 400 characters (a bundle, one-line data).
 MINIFIED = "minified"
 

@@ -6,6 +6,8 @@ to lines of code that are re-checked so stale notes show.
     hits = kb.search("debugger", "why does the request hang?")
 """
 
+from typing import TYPE_CHECKING
+
 from rag_lsp.knowledge.entries import (
     BUILTIN_MODES,
     Anchor,
@@ -14,7 +16,9 @@ from rag_lsp.knowledge.entries import (
     format_time,
     parse_time,
 )
-from rag_lsp.knowledge.store import KnowledgeBase
+
+if TYPE_CHECKING:
+    from rag_lsp.knowledge.store import KnowledgeBase
 
 __all__ = [
     "BUILTIN_MODES",
@@ -25,3 +29,12 @@ __all__ = [
     "format_time",
     "parse_time",
 ]
+
+
+def __getattr__(name: str):
+    # The store needs LanceDB (seconds to import); the entry types do not.
+    if name == "KnowledgeBase":
+        from rag_lsp.knowledge.store import KnowledgeBase
+
+        return KnowledgeBase
+    raise AttributeError(f"module 'rag_lsp.knowledge' has no attribute {name!r}")

@@ -29,12 +29,17 @@ from rag_lsp.search.ranking import (
     squash,
     unsquash,
 )
-from rag_lsp.search.results import ChunkHit, LineRange, SearchFilters, SearchResult, snippet_of
+from rag_lsp.search.results import (
+    ChunkHit,
+    LineRange,
+    SearchFilters,
+    SearchResult,
+    snippet_of,
+)
 from rag_lsp.store.lance_store import ChunkStore
 from rag_lsp.store.sql import all_of, in_list
 from rag_lsp.terms import path_terms
 
-MODES = ("vector", "lexical", "hybrid")
 # Chunks fetched per retriever: several chunks of a file merge into one result, and file
 # agreement needs a file's other matching chunks.
 MIN_CANDIDATES = 70

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 SNIPPET_MAX_LINES = 12
+MODES = ("vector", "lexical", "hybrid")
 
 
 @dataclass(frozen=True)

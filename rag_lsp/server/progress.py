@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from rag_lsp.indexing.indexer import IndexProgress
+from rag_lsp.indexing.progress import IndexProgress
 
 if TYPE_CHECKING:
     from rag_lsp.server.state import ServerState
@@ -63,7 +63,7 @@ class WorkDone:
         self._server.work_done_progress.report(
             self._token,
             types.WorkDoneProgressReport(
-                message=describe(progress), percentage=percentage(progress), cancellable=True
+                message=progress.describe(), percentage=progress.percentage(), cancellable=True
             ),
         )
         return True
@@ -77,17 +77,3 @@ class WorkDone:
         )
         self._server.work_done_progress.tokens.pop(self._token, None)
 
-
-def percentage(progress: IndexProgress) -> int:
-    if progress.phase == "finish":
-        return 99
-    if not progress.files_total:
-        return 0
-    return min(99, int(100 * progress.files_done / progress.files_total))
-
-
-def describe(progress: IndexProgress) -> str:
-    if progress.phase == "index":
-        return (f"{progress.files_done}/{progress.files_total} files, "
-                f"{progress.chunks_embedded} chunks embedded")
-    return progress.message or progress.phase

@@ -16,7 +16,7 @@ from jsonschema import Draft202012Validator
 from pygls.exceptions import JsonRpcInvalidParams
 from referencing import Registry, Resource
 
-from rag_lsp.schema_messages import describe_rule, show_value
+from rag_lsp.schema_messages import schema_problems
 
 PROTOCOL_DIR = Path(__file__).resolve().parents[2] / "schemas" / "protocol"
 
@@ -43,38 +43,9 @@ def _validator(method: str, part: str) -> Draft202012Validator:
     )
 
 
-def _json_path(path: Any) -> str:
-    return "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
-
-
 def problems(method: str, part: str, value: Any) -> list[str]:
     """Readable problems with ``value`` as ``method``'s ``params`` or ``result``."""
-    found = []
-    for error in sorted(_validator(method, part).iter_errors(value),
-                        key=lambda e: [str(p) for p in e.absolute_path]):
-        # "not valid under any of the given schemas" says nothing: explain the closest branch.
-        while error.validator in ("oneOf", "anyOf") and error.context:
-            error = _closest_branch(error.context)
-        where = list(error.absolute_path)
-        if error.validator == "required":
-            missing = error.message.split("'")[1]
-            found.append(f"{_json_path([*where, missing])}: required")
-        elif error.validator == "additionalProperties":
-            allowed = sorted(error.schema.get("properties", {}))
-            extra = sorted(set(error.instance) - set(allowed))
-            found += [f"{_json_path([*where, key])}: unknown field (known: {', '.join(allowed)})"
-                      for key in extra]
-        else:
-            found.append(f"{_json_path(where)} = {show_value(error.instance)}: "
-                         f"{describe_rule(error)}")
-    return found
-
-
-def _closest_branch(errors: list[Any]) -> Any:
-    """The alternative the value was most likely meant to match: not one whose very type is
-    wrong, and the one that got deepest into the value."""
-    return min(errors, key=lambda e: (e.validator == "type" and not e.relative_path,
-                                      -len(e.relative_path)))
+    return schema_problems(_validator(method, part), value)
 
 
 def parse_params(method: str, params: Any) -> dict[str, Any]:

@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 from rag_lsp.config import CONFIG_FILE_NAME
 from rag_lsp.errors import RagLspError
-from rag_lsp.indexing.indexer import IndexProgress, IndexReport
+from rag_lsp.indexing.progress import IndexProgress
 from rag_lsp.server.errors import bad_input, rag_request
 from rag_lsp.server.features.compaction import schedule_compact
 from rag_lsp.server.folders import DEGRADED, ERROR, INDEXING, READY, FolderIndex, uri_to_path
 from rag_lsp.server.methods import RAG_REINDEX
-from rag_lsp.server.progress import WorkDone, describe, percentage
+from rag_lsp.server.progress import WorkDone
 from rag_lsp.server.protocol import parse_params
 from rag_lsp.server.tasks import spawn
 
@@ -88,7 +88,7 @@ class IndexingService:
         state, message = READY, ""
         try:
             report = await jobs.write(folder.workspace.index, full=full, progress=on_progress)
-            message = summarise(report)
+            message = report.summary()
             folder.last_update = _now()
             log.info("%s: %s", folder.name, message)
         except IndexCancelled:
@@ -120,8 +120,8 @@ class IndexingService:
             self.schedule_flush(folder, delay=0)
 
     def _on_progress(self, folder: FolderIndex, work: WorkDone, progress: IndexProgress) -> None:
-        folder.percentage = percentage(progress)
-        folder.message = describe(progress)
+        folder.percentage = progress.percentage()
+        folder.message = progress.describe()
         if work.report(progress):  # throttled: status at the pace of $/progress
             self.server.send_index_status()
 
@@ -208,14 +208,6 @@ class IndexingService:
             self.server.send_index_status()
         if jobs.pending or jobs.rescan:
             self.schedule_flush(folder, delay=0)
-
-def summarise(report: IndexReport) -> str:
-    rebuilt = (f"the index was damaged and has been rebuilt ({report.rebuilt_because}); "
-               if report.rebuilt_because else "")
-    return (f"{rebuilt}{report.files_scanned} files scanned, {report.files_indexed} indexed, "
-            f"{report.files_removed} removed, {report.chunks_embedded} chunks embedded, "
-            f"{report.chunks_total} chunks in the index ({report.seconds:.1f} s)")
-
 
 def register(server: ServerState) -> None:
     @rag_request(server, RAG_REINDEX)

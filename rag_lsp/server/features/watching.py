@@ -2,8 +2,8 @@
 
 Clients that can register file watchers dynamically (VS Code…) get one registration for
 ``**/*`` and send ``workspace/didChangeWatchedFiles``. For the others (Neovim 0.7, many
-minimal clients) the server watches each folder itself with ``watchfiles`` (inotify and
-friends). ``textDocument/didSave`` feeds the same path. Either way, events end up in
+minimal clients) the server watches each folder itself (:mod:`rag_lsp.indexing.watch`).
+``textDocument/didSave`` feeds the same path. Either way, events end up in
 :meth:`IndexingService.queue_paths`, which filters and coalesces them.
 """
 
@@ -11,58 +11,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 import uuid
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-import watchfiles
 from lsprotocol import types
 
+from rag_lsp.indexing.watch import FolderWatcher
 from rag_lsp.server.folders import FolderIndex, folder_of, uri_to_path
 
 if TYPE_CHECKING:
     from rag_lsp.server.state import ServerState
 
 log = logging.getLogger(__name__)
-
-# watchfiles yields once no new event arrived for STEP ms, or after DEBOUNCE ms of a stream.
-WATCH_STEP_MS = 20
-WATCH_DEBOUNCE_MS = 200
-
-
-class FolderWatcher:
-    """A thread that watches one folder and hands changed paths to ``on_paths``."""
-
-    def __init__(self, folder: FolderIndex, on_paths: Callable[[list[str]], None]):
-        self.folder = folder
-        self._on_paths = on_paths
-        self._stop = threading.Event()
-        self._thread = threading.Thread(
-            target=self._watch, name=f"rag-watch-{folder.name}", daemon=True
-        )
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-
-    def _watch(self) -> None:
-        try:
-            for changes in watchfiles.watch(
-                self.folder.root,
-                stop_event=self._stop,
-                step=WATCH_STEP_MS,
-                debounce=WATCH_DEBOUNCE_MS,
-                raise_interrupt=False,
-                ignore_permission_denied=True,
-            ):
-                self._on_paths([path for _change, path in changes])
-        except Exception as exc:  # e.g. the inotify watch limit; say so, keep serving
-            log.warning("cannot watch %s for changes (%s); the index follows only the "
-                        "editor's events and saves until the server restarts", self.folder.root,
-                        exc)
 
 
 class WatchService:
@@ -109,7 +69,7 @@ class WatchService:
         def on_paths(paths: list[str]) -> None:
             loop.call_soon_threadsafe(self.server.indexing.queue_paths, folder, paths)
 
-        watcher = FolderWatcher(folder, on_paths)
+        watcher = FolderWatcher(folder.root, on_paths)
         watcher.start()
         self._watchers[folder.uri] = watcher
         log.info("watching %s for changes", folder.root)

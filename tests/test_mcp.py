@@ -1,0 +1,188 @@
+"""`rag-lsp mcp` end to end: the real process over stdio, driven by the MCP SDK's own client,
+on real indexed workspaces (real model, real LanceDB on disk)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import sys
+import time
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from rag_lsp.agents.answers import estimate_tokens
+from rag_lsp.agents.tools import TOOLS_PATH
+
+from .conftest import write_files
+from .raw_lsp import RawServer
+from .test_concurrent_writers import _assert_no_duplicates, _many_files, _table_rows
+
+
+@asynccontextmanager
+async def mcp_client(root: Path, *args: str):
+    params = StdioServerParameters(command=sys.executable,
+                                   args=["-m", "rag_lsp", "mcp", str(root), *args])
+    with open(root.parent / "mcp-stderr.log", "a", encoding="utf-8") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                yield session
+
+
+async def call(session: ClientSession, tool: str, arguments: dict | None = None):
+    result = await session.call_tool(tool, arguments or {})
+    return result.content[0].text, result.is_error
+
+
+async def wait_ready(session: ClientSession, timeout: float = 180.0) -> str:
+    deadline = time.monotonic() + timeout
+    while True:
+        text, _ = await call(session, "index_status")
+        if ": ready" in text.split("\n")[0]:
+            return text
+        assert time.monotonic() < deadline, text
+        await asyncio.sleep(0.5)
+
+
+async def test_every_tool_end_to_end(sample_root):
+    async with mcp_client(sample_root) as session:
+        listed = (await session.list_tools()).tools
+        catalogue = json.loads(TOOLS_PATH.read_text())["tools"]
+        assert [t.name for t in listed] == [t["name"] for t in catalogue]
+        assert all(t.input_schema == c["inputSchema"] for t, c in zip(listed, catalogue,
+                                                                       strict=True))
+        status = await wait_ready(session)
+        assert "5 files" in status and "semantic + lexical" in status
+
+        text, error = await call(session, "search_code",
+                                 {"query": "where are redirects followed?"})
+        assert not error
+        first = text.split("\n\n")[1]
+        assert re.match(r"src/http/client\.py:\d+-\d+  follow_redirects \(function\)", first)
+        assert "def follow_redirects(response, max_hops=MAX_HOPS):" in first
+
+        text, error = await call(session, "search_code", {"query": "qzxv wplkr jjtq vvbn"})
+        assert not error and text.startswith("No relevant code found")
+
+        text, error = await call(session, "kb_add", {
+            "mode": "security", "title": "PBKDF2 iterations",
+            "content": "hash_password uses 200,000 PBKDF2 rounds; keep it above 100k.",
+            "anchors": [{"path": "src/auth/passwords.py", "start_line": 7, "end_line": 11}]})
+        assert not error, text
+        entry_id = re.search(r"finding ([0-9a-f]{32})", text).group(1)
+        assert "src/auth/passwords.py:7-11" in text
+
+        text, error = await call(session, "kb_search",
+                                 {"mode": "security", "query": "how many hashing rounds?"})
+        assert not error and entry_id in text and "PBKDF2 iterations" in text
+        text, error = await call(session, "kb_list", {"mode": "security"})
+        assert not error and "1-1 of 1" in text and entry_id in text
+
+        text, error = await call(session, "get_context", {
+            "mode": "security", "query": "password storage", "token_budget": 800})
+        assert not error
+        assert "PBKDF2 iterations" in text  # the finding just recorded…
+        assert "def hash_password" in text  # …and the code
+
+
+async def test_bad_arguments_are_tool_errors_that_say_how_to_fix(sample_root):
+    async with mcp_client(sample_root) as session:
+        await wait_ready(session)
+        for tool, arguments, says in [
+            ("search_code", {"query": "x", "top_k": 0}, "$.top_k = 0: must be at least 1"),
+            ("search_code", {}, "$.query: required"),
+            ("search_code", {"query": "x", "colour": "red"}, "$.colour: unknown field"),
+            ("search_code", {"query": 42}, "$.query = 42: must be a string"),
+            ("kb_list", {"mode": "astrology"}, "unknown mode 'astrology'"),
+            ("kb_add", {"mode": "debugger", "content": "x",
+                        "anchors": [{"path": "../outside.py", "start_line": 1}]},
+             "$.anchors[0].path"),
+            ("get_context", {"query": "x", "token_budget": 5}, "$.token_budget = 5"),
+        ]:
+            text, error = await call(session, tool, arguments)
+            assert error and says in text, (tool, arguments, text)
+        result = await session.call_tool("no_such_tool", {})
+        assert result.is_error and "search_code" in result.content[0].text
+        text, error = await call(session, "search_code", {"query": "hash a password"})
+        assert not error and "src/auth/passwords.py" in text  # still serving
+
+
+async def test_a_search_during_the_first_index_answers_and_says_so(tmp_path):
+    root = tmp_path / "repo"
+    _many_files(root, 40)  # ~500 chunks: the first index takes several seconds
+    async with mcp_client(root) as session:
+        started = time.monotonic()
+        text, error = await call(session, "search_code", {"query": "caching step"})
+        answered_in = time.monotonic() - started
+        assert not error and "being built" in text, text
+        status = await wait_ready(session)
+        indexed_in = time.monotonic() - started
+        assert answered_in < indexed_in, (answered_in, indexed_in, status)
+        text, error = await call(session, "search_code",
+                                 {"query": "caching_step_9_3", "max_tokens": 300})
+        assert not error and "being built" not in text
+        assert text.split("\n\n")[1].startswith("pkg/caching/module_9.py:")
+        assert estimate_tokens(text) <= 300
+
+
+async def test_an_lsp_server_and_an_mcp_server_share_one_index_under_edits(tmp_path):
+    """An editor's language server and an agent's MCP server on one folder: both answer,
+    both follow the edits, the one index converges with nothing duplicated."""
+    root = tmp_path / "repo"
+    _many_files(root, 30)
+    lsp = RawServer(root)
+    try:
+        async with mcp_client(root) as session:
+            await asyncio.to_thread(lsp.wait_for_state, "ready")
+            await wait_ready(session)
+            write_files(root, {f"new_{n}.py": f"def giraffe_neck_{n}():\n    return {n}\n"
+                               for n in range(5)})
+            (root / "src/cache/lru.py").write_text("def okapi_cache():\n    return 'okapi'\n",
+                                                   encoding="utf-8")
+            (root / "src/auth/passwords.py").unlink()
+            wanted = {f"new_{n}.py" for n in range(5)} | {"src/cache/lru.py"}
+            deadline = time.monotonic() + 120
+            while True:
+                answer = await asyncio.to_thread(lsp.request, "rag/search", {
+                    "query": "giraffe_neck okapi_cache", "mode": "lexical", "topK": 20})
+                lsp_found = {r["path"] for r in answer["result"]["results"]}
+                text, _ = await call(session, "search_code", {
+                    "query": "giraffe_neck okapi_cache", "top_k": 20, "snippet_lines": 0})
+                mcp_found = set(re.findall(r"^(\S+?):\d+", text, re.MULTILINE))
+                gone, _ = await call(session, "search_code", {"query": "hash_password"})
+                if wanted <= lsp_found and wanted <= mcp_found and "passwords.py" not in gone:
+                    break
+                assert time.monotonic() < deadline, (lsp_found, mcp_found, gone)
+                await asyncio.sleep(0.5)
+    finally:
+        lsp.close()
+    _assert_no_duplicates(root / ".rag-lsp")
+    indexed = set(_table_rows(root / ".rag-lsp", "files", "path"))
+    assert wanted <= indexed and "src/auth/passwords.py" not in indexed
+    # one index, never a second copy
+    assert sorted(p.parent.name for p in root.rglob("chunks.lance")) == [".rag-lsp"]
+
+
+async def test_without_the_model_it_still_serves_and_says_why(sample_root, tmp_path):
+    async with mcp_client(sample_root, "--model-dir", str(tmp_path / "no-model")) as session:
+        assert len((await session.list_tools()).tools) == 6
+        text, error = await call(session, "search_code", {"query": "redirects"})
+        assert error and "model" in text.lower() and "rag-lsp model install" in text
+        text, _ = await call(session, "index_status")
+        assert "degraded" in text
+
+
+@pytest.mark.parametrize("bad", ['{"topK": "ten"}', "{not json"])
+def test_bad_settings_fail_before_serving_with_the_fix(sample_root, bad):
+    import subprocess
+
+    (sample_root / ".rag-lsp.json").write_text(bad, encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "rag_lsp", "mcp", str(sample_root)],
+                          input="", capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and done.stdout == ""
+    assert ".rag-lsp.json" in done.stderr
