@@ -40,6 +40,10 @@ MATRIX: list[tuple[str, str, str, list[str]]] = [
     ("writers", "an LSP server and an MCP server (`rag-lsp mcp`) on one folder under edits",
      "both follow the edits; one index, no duplicate rows",
      [T + "test_mcp.py::test_an_lsp_server_and_an_mcp_server_share_one_index_under_edits"]),
+    ("writers", "two processes adding and deleting knowledge entries at once",
+     "every acknowledged add kept, except those deleted; no duplicates",
+     [T + "test_knowledge_durability.py::"
+          "test_two_processes_writing_knowledge_at_once_lose_nothing"]),
     ("writers", "a reader process while another writes", "follows the new version",
      [T + "test_concurrent_writers.py::test_a_reader_follows_another_writers_changes"]),
     ("writers", "writer lock held by a live / a kill -9'd process",

@@ -25,3 +25,57 @@ def test_entries_survive_restart_and_kill_9(tmp_path):
     server.close()
     ids = [e["id"] for e in listed["entries"]]
     assert ids == [added["result"]["id"], kept["result"]["id"]]
+
+
+# Two processes writing one knowledge base (an editor's server and an agent's `rag-lsp mcp`,
+# say). Knowledge writes take no cross-process lock: each is one small LanceDB commit, and
+# concurrent appends and deletes rebase on each other. This proves it: every acknowledged add
+# is there at the end, except the ones deleted. (A stand-in embedder: this is about storage.)
+_KB_WRITER = """
+import hashlib, json, sys
+from pathlib import Path
+import numpy as np
+from rag_lsp.knowledge.store import KnowledgeBase
+
+def embed(texts):
+    out = []
+    for t in texts:
+        seed = int(hashlib.sha1(t.encode()).hexdigest()[:8], 16)
+        v = np.random.default_rng(seed).standard_normal(384).astype(np.float32)
+        out.append(v / np.linalg.norm(v))
+    return np.array(out)
+
+root, tag, count = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+kb = KnowledgeBase(root / ".rag-lsp", root, embed, 384)
+added, deleted = [], []
+for i in range(count):
+    added.append(kb.add("debugger", f"finding {tag} {i}").id)
+    if i % 10 == 5 and kb.delete("debugger", added[-2]):
+        deleted.append(added[-2])
+print(json.dumps({"added": added, "deleted": deleted}))
+"""
+
+
+def test_two_processes_writing_knowledge_at_once_lose_nothing(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    import lancedb
+
+    root = tmp_path / "repo"
+    root.mkdir()
+    writers = [subprocess.Popen([sys.executable, "-c", _KB_WRITER, str(root), tag, "120"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+               for tag in ("A", "B")]
+    results = []
+    for writer in writers:
+        out, err = writer.communicate(timeout=300)
+        assert writer.returncode == 0, err
+        results.append(json.loads(out))
+    expected = {i for r in results for i in r["added"]} - {i for r in results
+                                                            for i in r["deleted"]}
+    table = lancedb.connect(str(root / ".rag-lsp")).open_table("knowledge")
+    stored = table.to_arrow().column("id").to_pylist()
+    assert len(stored) == len(set(stored)) == len(expected) == 2 * 120 - 2 * 12
+    assert set(stored) == expected
