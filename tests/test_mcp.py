@@ -130,6 +130,22 @@ async def test_a_search_during_the_first_index_answers_and_says_so(tmp_path):
         assert estimate_tokens(text) <= 300
 
 
+async def test_the_index_follows_file_changes_while_it_serves(sample_root):
+    async with mcp_client(sample_root) as session:
+        await wait_ready(session)
+        (sample_root / "src/zoo.py").write_text(
+            "def feed_the_capybara(grams):\n    return grams * 2\n", encoding="utf-8")
+        (sample_root / "src/http/client.py").unlink()
+        deadline = time.monotonic() + 60
+        while True:
+            added, _ = await call(session, "search_code", {"query": "feed_the_capybara"})
+            removed, _ = await call(session, "search_code", {"query": "follow_redirects"})
+            if "src/zoo.py:1-2" in added and "src/http/client.py" not in removed:
+                break
+            assert time.monotonic() < deadline, (added, removed)
+            await asyncio.sleep(0.3)
+
+
 async def test_an_lsp_server_and_an_mcp_server_share_one_index_under_edits(tmp_path):
     """An editor's language server and an agent's MCP server on one folder: both answer,
     both follow the edits, the one index converges with nothing duplicated."""
@@ -186,3 +202,29 @@ def test_bad_settings_fail_before_serving_with_the_fix(sample_root, bad):
                           input="", capture_output=True, text=True, timeout=60)
     assert done.returncode == 1 and done.stdout == ""
     assert ".rag-lsp.json" in done.stderr
+
+
+def test_it_exits_when_the_client_goes_away_mid_index(tmp_path):
+    """An agent that quits must not leave an indexer running: stdin closed → exit, even in
+    the middle of a first index (measured: ~0.6 s; the bound only proves it is not stuck)."""
+    import subprocess
+
+    root = tmp_path / "repo"
+    _many_files(root, 40)
+    server = subprocess.Popen([sys.executable, "-m", "rag_lsp", "mcp", str(root)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, text=True)
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {},
+             "clientInfo": {"name": "test", "version": "0"}}
+    for message in ({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello},
+                    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                    {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+                    {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                     "params": {"name": "index_status", "arguments": {}}}):
+        server.stdin.write(json.dumps(message) + "\n")
+        server.stdin.flush()
+    answers = [json.loads(server.stdout.readline()) for _ in range(3)]
+    assert "indexing" in answers[2]["result"]["content"][0]["text"] or "starting" in (
+        answers[2]["result"]["content"][0]["text"])
+    server.stdin.close()
+    assert server.wait(timeout=10) == 0

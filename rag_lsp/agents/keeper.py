@@ -164,6 +164,8 @@ class WorkspaceKeeper:
             self.root, self._settings if old is None else None,
             embedder=old.embedder if old else None, model_error=old.model_error if old else None)
         self._rules: WorkspaceFilter = self._workspace.event_filter()
+        if old is not None:
+            old.close()
 
     def _index(self) -> None:
         ws = self._workspace
@@ -233,8 +235,9 @@ class WorkspaceKeeper:
                     self._apply(paths)
                     updates_since_compact += 1
             except Exception as exc:  # contained: the next change tries again
-                log.warning("%s: could not apply %d changed files: %s", self.root, len(paths),
-                            exc)
+                what = "the new settings" if reopen else f"{len(paths)} changed files"
+                log.warning("%s: could not apply %s: %s", self.root, what, exc)
+                self._set(self._status.phase, f"could not apply {what}: {exc}")
 
     def _settle(self) -> None:
         """Wait until events have been quiet a moment (bounded), so a burst is one update."""

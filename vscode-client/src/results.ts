@@ -27,14 +27,20 @@ export interface ResultGroup {
 }
 
 /**
- * "L12–18" for an LSP range (0-based lines, ending at the start of the line after the chunk),
- * "L12" for a single line.
+ * The 1-based, inclusive lines an LSP range covers (0-based lines, ending at the start of the
+ * line after the chunk).
  */
-export function formatRange(range: Range): string {
+export function lineSpan(range: Range): { first: number; last: number } {
   const first = range.start.line + 1;
   // An end at column 0 of a later line means "up to the end of the line before".
   const last =
     range.end.character === 0 && range.end.line > range.start.line ? range.end.line : range.end.line + 1;
+  return { first, last: Math.max(first, last) };
+}
+
+/** "L12–18" for an LSP range, "L12" for a single line. */
+export function formatRange(range: Range): string {
+  const { first, last } = lineSpan(range);
   return last > first ? `L${first}–${last}` : `L${first}`;
 }
 
