@@ -112,6 +112,27 @@ const opened = fake.state.openedDocuments.at(-1)?.content ?? "";
 check(/### knowledge: Retry storms/.test(opened) && /### codebase: run_with_retries/.test(opened), "context opened as Markdown", opened.slice(0, 200));
 check(fake.state.clipboard === opened, "context copied");
 
+// The agent-mode tools, as agent mode calls them: through the running server.
+const tool = (name) => fake.state.lmTools.get(name);
+const callTool = async (name, input) => {
+  try {
+    const result = await tool(name).invoke({ input, toolInvocationToken: undefined }, new stub.CancellationTokenSource().token);
+    return result.content.map((part) => part.value).join("");
+  } catch (err) {
+    return `threw: ${err.message}`;
+  }
+};
+const found = await callTool("rag-lsp_searchCode", { query: "retry a job on connection errors", snippet_lines: 2 });
+check(/^1 file for 'retry a job on connection errors', best first \((hybrid|lexical) search, \d+ ms\):\n\nrunner\.py:1-7  run_with_retries \(function\)  score 0\.\d\d\n  1  def run_with_retries\(job, attempts=3\):\n  2      for i in range\(attempts\):$/.test(found),
+  "search tool answers through rag/search", found);
+const none = await callTool("rag-lsp_searchCode", { query: "x", paths: ["docs/**"] });
+check(/^No relevant code found for 'x'/.test(none), "search tool passes filters", none);
+const gathered = await callTool("rag-lsp_getContext", { query: "retry a job on connection errors", token_budget: 2000 });
+check(/^debugger context for 'retry a job on connection errors': \d+ of 2000 tokens, .*item\(s\)\n\n/.test(gathered) && /run_with_retries/.test(gathered),
+  "context tool answers through rag/injectContext", gathered.slice(0, 300));
+const unknownMode = await callTool("rag-lsp_getContext", { query: "x", mode: "review" });
+check(/^threw: rag-lsp_getContext failed: .*review/.test(unknownMode), "context tool passes on the server's error", unknownMode);
+
 fake.changeSettings({ "ragLsp.topK": 0 });
 await waitUntil(() => /topK/.test(lastMessage()?.text), 15);
 check(/`topK` = 0 in the editor's `ragLsp` settings/.test(lastMessage()?.text), "a changed setting reaches the server", lastMessage());
@@ -136,6 +157,8 @@ await waitUntil(() => /stopped 5 times/.test(lastMessage()?.text), 10);
 check(/stopped/.test(bar().text), "gives up after 5 crashes in 3 minutes", bar().text);
 check(/stopped 5 times in 3 minutes/.test(lastMessage()?.text) && lastMessage()?.actions.includes("Show log"), "says so, with Show log", lastMessage());
 check(fake.state.messages.length === messagesBefore + 1, "and says nothing else", fake.state.messages.slice(messagesBefore));
+const down = await callTool("rag-lsp_searchCode", { query: "retry" });
+check(/^threw: The rag-lsp language server is not running, .*'rag-lsp: Restart server'/.test(down), "a tool says what to do when the server is down", down);
 
 await commands.executeCommand("ragLsp.restartServer");
 check(/ready/.test(await waitFor(/ready|degraded|error/)), "Restart server brings it back", bar().text);

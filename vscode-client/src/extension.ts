@@ -1,7 +1,9 @@
-// Entry point: start the server, then wire the status bar, sidebar, commands and chat to it.
+// Entry point: start the server, then wire the status bar, sidebar, commands, chat and the
+// agent-mode tools to it.
 import * as vscode from "vscode";
 import { registerChatParticipant } from "./chat";
 import { registerIndexCommands, rebuildIndex } from "./commands";
+import { registerLanguageModelTools } from "./lmTools";
 import { ActiveMode, registerModeCommands } from "./modeCommands";
 import { Requests, type SearchResponse } from "./protocol";
 import { RagServer } from "./server";
@@ -31,6 +33,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     registerIndexCommands(server),
     registerModeCommands(server, activeMode),
     registerChatParticipant(context, { server, defaultMode: () => activeMode.get() }),
+    registerLanguageModelTools(server),
     vscode.window.registerWebviewViewProvider(SearchViewProvider.viewType, new SearchViewProvider(context.extensionUri, searchBackend(server))),
     // Which executable runs is fixed at start; other settings reach the running server.
     vscode.workspace.onDidChangeConfiguration((event) => {

@@ -9,7 +9,7 @@ import { fake, Uri } from "./vscode-stub";
 const manifest = JSON.parse(readFileSync(join(__dirname, "../../package.json"), "utf8"));
 
 describe("activate", () => {
-  it("registers the commands, sidebar, chat participant and status bar, and starts the server", async () => {
+  it("registers the commands, sidebar, chat participant, agent tools and status bar, and starts the server", async () => {
     fake.reset();
     fake.state.settings["ragLsp.server.command"] = [process.execPath, join(__dirname, "fixtures", "fake-lsp-server.cjs")];
     const memory = new Map<string, unknown>();
@@ -23,6 +23,7 @@ describe("activate", () => {
     expect([...fake.state.commands.keys()].sort()).toEqual(contributed);
     expect([...fake.state.webviewViewProviders.keys()]).toEqual(["ragLsp.searchView"]);
     expect([...fake.state.chatParticipants.keys()]).toEqual([manifest.contributes.chatParticipants[0].id]);
+    expect([...fake.state.lmTools.keys()]).toEqual(manifest.contributes.languageModelTools.map((t: { name: string }) => t.name));
     const [item] = fake.state.statusBarItems;
     for (let i = 0; i < 200 && item.text !== "$(search) rag: ready"; i++) await new Promise((r) => setTimeout(r, 25));
     expect(item.text).toBe("$(search) rag: ready");

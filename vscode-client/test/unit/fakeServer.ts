@@ -1,10 +1,12 @@
 // A RagServerApi for tests: canned answers per method, and a record of every request.
-import { EventEmitter } from "vscode";
+import { EventEmitter, type CancellationToken } from "vscode";
 import type { IndexStatus } from "../../src/protocol";
 import type { RagServerApi, ServerState } from "../../src/serverApi";
 
 export class FakeServer implements RagServerApi {
   readonly requests: { method: string; params: unknown }[] = [];
+  /** The cancellation token of each request (undefined when none was passed), by position. */
+  readonly tokens: (CancellationToken | undefined)[] = [];
   readonly statusEmitter = new EventEmitter<IndexStatus>();
   readonly stateEmitter = new EventEmitter<ServerState>();
   readonly onDidChangeStatus = this.statusEmitter.event;
@@ -16,8 +18,9 @@ export class FakeServer implements RagServerApi {
 
   constructor(private readonly answers: Record<string, unknown | ((params: unknown) => unknown)> = {}) {}
 
-  async request<R>(method: string, params?: unknown): Promise<R> {
+  async request<R>(method: string, params?: unknown, token?: CancellationToken): Promise<R> {
     this.requests.push({ method, params });
+    this.tokens.push(token);
     const answer = this.answers[method];
     if (answer instanceof Error) throw answer;
     return (typeof answer === "function" ? answer(params) : answer) as R;

@@ -99,6 +99,7 @@ export enum ProgressLocation { SourceControl = 1, Window = 10, Notification = 15
 export enum LanguageModelChatMessageRole { User = 1, Assistant = 2 }
 
 export class LanguageModelTextPart { constructor(readonly value: string) {} }
+export class LanguageModelToolResult { constructor(readonly content: unknown[]) {} }
 
 export class LanguageModelChatMessage {
   static User(content: string): LanguageModelChatMessage {
@@ -151,6 +152,8 @@ function freshState() {
     clipboard: "",
     chatModels: [] as unknown[],
     chatParticipants: new Map<string, unknown>(),
+    /** Language model tools by name, as registered with lm.registerTool. */
+    lmTools: new Map<string, unknown>(),
     webviewViewProviders: new Map<string, unknown>(),
     configurationListeners: new EventEmitter<{ affectsConfiguration(section: string): boolean }>(),
   };
@@ -290,6 +293,11 @@ export const env = {
 
 export const lm = {
   async selectChatModels(): Promise<unknown[]> { return fake.state.chatModels; },
+  registerTool(name: string, tool: unknown): Disposable {
+    if (fake.state.lmTools.has(name)) throw new Error(`Tool "${name}" is already registered.`);
+    fake.state.lmTools.set(name, tool);
+    return new Disposable(() => fake.state.lmTools.delete(name));
+  },
 };
 
 export const chat = {
