@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from rag_lsp.config import Settings
 from rag_lsp.errors import RagLspError
 from rag_lsp.search.results import SearchFilters
+from rag_lsp.workspace import Workspace
 
 from .conftest import indexed_sample
 
@@ -113,3 +115,23 @@ def test_bad_mode_and_empty_query_say_what_is_wrong(workspace):
     with pytest.raises(RagLspError, match="query is empty"):
         workspace.search("   ")
 
+
+
+def test_a_one_chunk_workspace_still_answers_what_it_holds(tmp_path, embedder):
+    """The noise level comes from a sample of the index; in a one-chunk index that sample is
+    the answer itself, and every question used to score zero."""
+    root = tmp_path / "tiny"
+    root.mkdir()
+    (root / "runner.py").write_text(
+        "def run_with_retries(job, attempts=3, delay=0.5):\n"
+        '    """Run a job, retrying failures with exponential backoff."""\n'
+        "    for attempt in range(attempts):\n"
+        "        try:\n"
+        "            return job()\n"
+        "        except Exception:\n"
+        "            time.sleep(delay * 2 ** attempt)\n", encoding="utf-8")
+    ws = Workspace.open(root, Settings.from_dict({}), embedder=embedder)
+    assert ws.index().chunks_total == 1
+    found = ws.search("retry a failing job with backoff").results
+    assert [r.path for r in found] == ["runner.py"]
+    assert ws.search("chocolate chip cookie recipe").results == []
