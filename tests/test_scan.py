@@ -75,6 +75,26 @@ def test_git_info_exclude_and_excluded_dir_cannot_be_reincluded(tmp_path):
     assert "out/" in report.skipped["excluded"] and ".git/" in report.skipped["excluded"]
 
 
+@pytest.mark.parametrize("layout", ["worktree", "submodule"])
+def test_info_exclude_of_a_worktree_or_submodule_is_found_through_its_gitdir(tmp_path, layout,
+                                                                           caplog):
+    """In a linked worktree or a submodule `.git` is a file; its exclude rules still apply,
+    and reading them warns about nothing."""
+    main_git = tmp_path / "main" / ".git"
+    root = tmp_path / "checkout"
+    if layout == "worktree":
+        git_dir = main_git / "worktrees" / "checkout"
+        make(git_dir, {"commondir": "../..\n"})
+        make(main_git, {"info/exclude": "secret.py\n"})
+    else:
+        git_dir = main_git / "modules" / "checkout"
+        make(git_dir, {"info/exclude": "secret.py\n"})
+    make(root, {".git": f"gitdir: {os.path.relpath(git_dir, root)}\n",
+                "secret.py": "", "ok.py": ""})
+    assert scanned(root) == ["ok.py"]
+    assert "cannot read" not in caplog.text
+
+
 def test_default_excludes(tmp_path):
     make(tmp_path, {
         "node_modules/pkg/index.js": "", "myenv/pyvenv.cfg": "home = /usr", "myenv/lib/x.py": "",

@@ -109,7 +109,7 @@ class WorkspaceFilter:
         self._gitignores: dict[str, pathspec.GitIgnoreSpec | None] = {}
         self._dir_cache: dict[str, bool] = {}
         self._config = pathspec.GitIgnoreSpec.from_lines(settings.exclude)
-        self._info_exclude = self._read_spec(self.root / ".git" / "info" / "exclude")
+        self._info_exclude = self._read_spec(git_info_exclude(self.root))
         index = Path(index_dir) if index_dir is not None else settings.index_dir(self.root)
         self._index_rel = self.relative(index)
 
@@ -175,7 +175,7 @@ class WorkspaceFilter:
         rel = _norm(rel_path)
         self._gitignores.pop(_parent(rel), None)
         if rel == ".git/info/exclude":
-            self._info_exclude = self._read_spec(self.root / ".git" / "info" / "exclude")
+            self._info_exclude = self._read_spec(git_info_exclude(self.root))
         self._dir_cache.clear()
 
     def _compute_dir_excluded(self, rel: str) -> bool:
@@ -222,6 +222,28 @@ class WorkspaceFilter:
             log.warning("cannot read %s: %s", path, exc)
             return None
         return pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
+
+
+def git_info_exclude(root: Path) -> Path:
+    """The repository's ``info/exclude``. In a linked worktree or a submodule ``.git`` is a
+    file (``gitdir: …``) and the exclude file lives in the git directory it names (for a
+    worktree, in the main repository's: the ``commondir``)."""
+    dot_git = root / ".git"
+    if not dot_git.is_file():
+        return dot_git / "info" / "exclude"
+    try:
+        line = dot_git.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return dot_git / "info" / "exclude"
+    if not line.startswith("gitdir:"):
+        return dot_git / "info" / "exclude"
+    git_dir = (root / line[len("gitdir:"):].strip()).resolve()
+    try:
+        common = (git_dir / "commondir").read_text(encoding="utf-8").strip()
+        git_dir = (git_dir / common).resolve()
+    except OSError:
+        pass  # a submodule's git directory is its own common directory
+    return git_dir / "info" / "exclude"
 
 
 def scan_workspace(
