@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 from rag_lsp.chunking.definitions import defined_names
-from rag_lsp.search.calibration import build_background
+from rag_lsp.search.calibration import PRIOR_SIMILARITY, PRIOR_WEIGHT, build_background
 from rag_lsp.search.evidence import TermCoverage, defines_name, path_match, stem_is_name
+from rag_lsp.search.pipeline import query_cohesion, query_support
 from rag_lsp.search.query import analyze
 from rag_lsp.search.ranking import (
     Candidate,
@@ -141,10 +142,14 @@ def test_coverage_weights_rare_terms_more():
     assert coverage("get", "src/redirect.py") == 1.0  # the file's path counts too
 
 
-def test_background_similarity_is_the_mean_cosine():
+def test_background_similarity_is_the_mean_cosine_with_a_prior_for_tiny_samples():
     vectors = [np.array([1.0, 0.0], np.float32), np.array([0.0, 1.0], np.float32)]
-    background = build_background([{"terms": "", "vector": v} for v in vectors])
-    assert background.similarity(np.array([1.0, 0.0], np.float32)) == pytest.approx(0.5)
+    query = np.array([1.0, 0.0], np.float32)
+    tiny = build_background([{"terms": "", "vector": v} for v in vectors])
+    assert tiny.similarity(query) == pytest.approx(
+        (2 * 0.5 + PRIOR_WEIGHT * PRIOR_SIMILARITY) / (2 + PRIOR_WEIGHT))
+    large = build_background([{"terms": "", "vector": v} for v in vectors * 128])
+    assert large.similarity(query) == pytest.approx(0.5, abs=0.01)  # the sample's mean
 
 
 def _candidate(path, cosine, text="x", defines="", terms=""):
@@ -256,3 +261,23 @@ def test_a_query_about_something_else_is_not_answerable():
     assert answerable(analyze("Depends"), 0.0, 1.0) == 1.0
     assert answerable(analyze("Xyzzyplugh"), 0.3, 0.0) == 0.0
     assert answerable(analyze("where is the cache"), None, 1.0) == 1.0  # lexical mode
+
+
+def test_a_query_whose_words_meet_in_no_one_file_is_less_answerable():
+    # every word occurs in the workspace (support 1.0), but each in another file: a word
+    # shared in another sense, not the code's subject
+    q = analyze("planting tulip bulbs")
+    background = build_background([{"terms": "x"}] * 20)
+    apart = [_candidate("a/plant.go", 0.4, terms="plant"), _candidate("b/tulip.go", 0.4),
+             _candidate("c/bulb.go", 0.4, terms="bulb node")]
+    together = [_candidate("a/plant.go", 0.4, terms="plant tulip"),
+                _candidate("a/plant.go", 0.4, terms="bulb")]
+    assert query_support(q, apart, background.knows) == 1.0
+    assert query_cohesion(q, apart, background) == pytest.approx(1 / 3)
+    assert query_cohesion(q, together, background) == 1.0  # two chunks of one file
+    margin = 0.25
+    assert answerable(q, margin, 1.0, 1 / 3) < answerable(q, margin, 1.0, 1.0) == \
+        answerable(q, margin, 1.0)
+    # identifier lookups and lexical mode do not use it
+    assert answerable(analyze("Depends"), 0.0, 1.0, 0.0) == 1.0
+    assert answerable(analyze("where is the cache"), None, 1.0, 0.0) == 1.0

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 import pathspec
 
-from rag_lsp.search.calibration import BackgroundCache
+from rag_lsp.search.calibration import Background, BackgroundCache
+from rag_lsp.search.evidence import TermCoverage
 from rag_lsp.search.query import QueryAnalysis, analyze
 from rag_lsp.search.ranking import (
     Candidate,
@@ -119,6 +120,17 @@ def query_support(q: QueryAnalysis, candidates: list[Candidate],
     return sum(1 for t in q.terms if t in seen or in_sample(t)) / len(q.terms)
 
 
+def query_cohesion(q: QueryAnalysis, candidates: list[Candidate], background: Background) -> float:
+    """The largest share of the query's terms (rarer ones weighing more) that one file's
+    retrieved chunks and path cover together: do the query's words meet in one place, or does
+    each occur somewhere else?"""
+    coverage = TermCoverage(q.terms, background)
+    by_file: dict[str, set[str]] = {}
+    for c in candidates:
+        by_file.setdefault(c.path, set(path_terms(c.path))).update(c.row.get("terms", "").split())
+    return max((coverage(" ".join(terms)) for terms in by_file.values()), default=0.0)
+
+
 def ranked_files(index: SearchIndex, query: str, *, mode: str, limit: int,
                  filters: SearchFilters, floor: float = 0.0) -> list[RankedFile]:
     """Every candidate file, best first, with raw scores (no cut; ``floor`` is the threshold
@@ -137,7 +149,8 @@ def ranked_files(index: SearchIndex, query: str, *, mode: str, limit: int,
     ctx = RankContext(
         q, background, index.weights,
         semantic=query_vector is not None, lexical=mode != "vector", noise=noise,
-        answerable=answerable(q, best_margin, query_support(q, candidates, background.knows)),
+        answerable=answerable(q, best_margin, query_support(q, candidates, background.knows),
+                              query_cohesion(q, candidates, background) if q.terms else None),
         filters=filters, floor=max(floor, 0.0),
     )
     score_chunks(candidates, ctx)
