@@ -75,6 +75,7 @@ class WorkspaceKeeper:
         self._thread: threading.Thread | None = None
         self._watcher: FolderWatcher | None = None
         self._status = KeeperStatus(STARTING, "loading the model", None, None, None)
+        self.had_index = False  # whether the index existed when the workspace opened
 
     # ---- for callers -------------------------------------------------------------------
 
@@ -164,6 +165,7 @@ class WorkspaceKeeper:
             self.root, self._settings if old is None else None,
             embedder=old.embedder if old else None, model_error=old.model_error if old else None)
         self._rules: WorkspaceFilter = self._workspace.event_filter()
+        self.had_index = self.had_index or self._workspace.has_index()
         if old is not None:
             old.close()
 

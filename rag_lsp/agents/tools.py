@@ -91,6 +91,9 @@ class WorkspaceTools:
         progress = status.progress
         done = (f" ({progress.files_done} of {progress.files_total} files so far)"
                 if progress and progress.files_total else "")
+        if self.keeper.had_index:  # a restart: checking for changes made while it was off
+            return (f"Note: the index is being brought up to date{done}; files changed since "
+                    "the last run may not show yet.")
         return (f"Note: the index is still being built{done}; results may be incomplete. "
                 "Search again later for the full picture.")
 
