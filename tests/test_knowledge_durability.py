@@ -30,12 +30,17 @@ def test_entries_survive_restart_and_kill_9(tmp_path):
 # Two processes writing one knowledge base (an editor's server and an agent's `rag-lsp mcp`,
 # say). Knowledge writes take no cross-process lock: each is one small LanceDB commit, and
 # concurrent appends and deletes rebase on each other. This proves it: every acknowledged add
-# is there at the end, except the ones deleted. (A stand-in embedder: this is about storage.)
+# is there at the end, except the ones deleted; a compaction that loses a race is skipped, never
+# reported as a failed write (which made a caller add the entry twice). (A stand-in embedder:
+# this is about storage.)
 _KB_WRITER = """
 import hashlib, json, sys
 from pathlib import Path
 import numpy as np
+from rag_lsp.knowledge import table
 from rag_lsp.knowledge.store import KnowledgeBase
+
+table._COMPACT_EVERY = 7  # compactions race the other process's writes often, not once
 
 def embed(texts):
     out = []

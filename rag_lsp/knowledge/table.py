@@ -7,7 +7,10 @@ full code rebuild drops only those two, so knowledge survives it.
 from __future__ import annotations
 
 import functools
+import logging
+import random
 import threading
+import time
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
@@ -15,11 +18,13 @@ from pathlib import Path
 import lancedb
 import pyarrow as pa
 
-from rag_lsp.errors import IndexCorruptError, IndexMismatchError
+from rag_lsp.errors import IndexBusyError, IndexCorruptError, IndexMismatchError
 from rag_lsp.knowledge.entries import KnowledgeEntry, anchors_to_json
 from rag_lsp.store.failures import transient_failure
 from rag_lsp.store.private import private_dir
 from rag_lsp.store.sql import in_list
+
+log = logging.getLogger(__name__)
 
 KNOWLEDGE = "knowledge"
 # Columns read back into entries (everything but the vector).
@@ -31,6 +36,24 @@ _IN_BATCH = 500
 # Each write is a table version with its own small file; fold them together now and then.
 _COMPACT_EVERY = 100
 _KEEP_OLD_VERSIONS = timedelta(seconds=60)
+# Another process (an editor's server, an agent's `rag-lsp mcp`) may write the same table at
+# the same moment; LanceDB then rejects one commit as a conflict, and it is simply retried.
+_CONFLICT_ATTEMPTS = 6
+_CONFLICT_BACKOFF_SECONDS = 0.05
+
+
+def _retrying_conflicts(write: Callable[[], object]) -> object:
+    """``write()``, again after a short random pause when a concurrent commit beat it (the
+    rejected commit changed nothing, so retrying is safe)."""
+    for attempt in range(_CONFLICT_ATTEMPTS):
+        try:
+            return write()
+        except (OSError, RuntimeError) as exc:
+            conflict = isinstance(transient_failure(exc, "the knowledge base"), IndexBusyError)
+            if not conflict or attempt == _CONFLICT_ATTEMPTS - 1:
+                raise
+            time.sleep(_CONFLICT_BACKOFF_SECONDS * (attempt + 1) * (0.5 + random.random()))
+    raise AssertionError("unreachable")
 
 
 def knowledge_schema(dim: int) -> pa.Schema:
@@ -181,7 +204,8 @@ class KnowledgeTable:
         with self.lock:
             table = self._open(create=True)
             self.check_dimension()
-            table.add(pa.Table.from_pylist([row], schema=table.schema))
+            data = pa.Table.from_pylist([row], schema=table.schema)
+            _retrying_conflicts(lambda: table.add(data))
             self._wrote(table)
 
     @_reports_damage
@@ -191,7 +215,7 @@ class KnowledgeTable:
             # Deleting nothing would still write a table version.
             if table is None or table.count_rows(where) == 0:
                 return 0
-            removed = table.delete(where).num_deleted_rows
+            removed = _retrying_conflicts(lambda: table.delete(where)).num_deleted_rows
             self._wrote(table)
             return removed
 
@@ -211,13 +235,20 @@ class KnowledgeTable:
                 row["stale_reason"] = entry.stale_reason
             data = pa.Table.from_pylist(rows, schema=table.schema)
             # Update only: an entry deleted meanwhile stays deleted.
-            table.merge_insert("id").when_matched_update_all().execute(data)
+            _retrying_conflicts(
+                lambda: table.merge_insert("id").when_matched_update_all().execute(data))
             self._wrote(table)
 
     def _wrote(self, table: lancedb.table.Table) -> None:
+        """After a committed write: compact now and then. A compaction that loses a race with
+        another process's write is skipped (the next one folds the files in); it must never
+        turn the committed write into a reported failure, or the caller would add it twice."""
         self._writes += 1
         if self._writes % _COMPACT_EVERY == 0:
-            table.optimize(cleanup_older_than=_KEEP_OLD_VERSIONS)
+            try:
+                table.optimize(cleanup_older_than=_KEEP_OLD_VERSIONS)
+            except (OSError, RuntimeError) as exc:
+                log.info("knowledge base compaction skipped: %s", str(exc).splitlines()[0])
 
     @_reports_damage
     def optimize(self) -> None:
