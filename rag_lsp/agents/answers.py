@@ -22,15 +22,19 @@ def estimate_tokens(text: str) -> int:
     return -(-len(text) // CHARS_PER_TOKEN)
 
 
+def lines(start: int, end: int) -> str:
+    return f"{start}-{end}" if end != start else str(start)
+
+
 def location(path: str, start: int, end: int) -> str:
-    return f"{path}:{start}-{end}" if end != start else f"{path}:{start}"
+    return f"{path}:{lines(start, end)}"
 
 
 def _result_header(result: SearchResult) -> str:
     what = " ".join(p for p in (result.symbol, f"({result.kind})" if result.kind else "") if p)
     header = f"{location(result.path, result.start_line, result.end_line)}  {what}".rstrip()
     header += f"  score {result.score:.2f}"
-    more = [location("", r.start_line, r.end_line)[1:] for r in result.ranges[1:6]]
+    more = [lines(r.start_line, r.end_line) for r in result.ranges[1:6]]
     if more:
         extra = len(result.ranges) - 1 - len(more)
         header += "\n  also: " + ", ".join(more) + (f" (+{extra} more)" if extra > 0 else "")
