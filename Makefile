@@ -20,12 +20,18 @@ model: $(BIN)/rag-lsp
 	$(BIN)/rag-lsp model install
 
 # System packages the tests need: Neovim (a real LSP client, tests/test_neovim_client.py),
-# Chromium (the VS Code sidebar page, vscode-client/test/browser) and strace (proof that the
-# server opens no internet socket, tests/test_no_network.py).
+# Chromium (the VS Code sidebar page, vscode-client/test/browser, and the real-VS-Code test),
+# strace (proof that the server opens no internet socket, tests/test_no_network.py), and what
+# code-server's native modules build from (vscode-client/e2e/install-code-server.sh), its
+# ripgrep included. apt runs only when one of them is missing.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || ! command -v sudo >/dev/null || echo sudo)
+APT_TOOLS := neovim chromium strace build-essential pkg-config python3 libx11-dev libxkbfile-dev \
+  libsecret-1-dev libkrb5-dev ripgrep
 tools:
-	command -v nvim >/dev/null && command -v chromium >/dev/null && command -v strace >/dev/null || { \
-	  $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q neovim chromium strace; }
+	command -v nvim >/dev/null && command -v chromium >/dev/null && command -v strace >/dev/null \
+	  && command -v g++ >/dev/null && command -v make >/dev/null && command -v rg >/dev/null \
+	  && command -v pkg-config >/dev/null && pkg-config --exists x11 xkbfile libsecret-1 krb5-gssapi || { \
+	  $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q $(APT_TOOLS); }
 
 # The VS Code client: dependencies exactly as locked, then typecheck + unit + browser tests.
 CLIENT := vscode-client
