@@ -20,7 +20,7 @@ model: $(BIN)/rag-lsp
 	$(BIN)/rag-lsp model install
 
 # System packages the tests need: Neovim (a real LSP client, tests/test_neovim_client.py),
-# Chromium (the VS Code sidebar page, vscode-client/test/browser) and strace (proof that the
+# Chromium (drives a real VS Code, vscode-client/e2e) and strace (proof that the
 # server opens no internet socket, tests/test_no_network.py).
 SUDO := $(shell [ "$$(id -u)" = 0 ] || ! command -v sudo >/dev/null || echo sudo)
 tools:
