@@ -20,10 +20,10 @@ model: $(BIN)/rag-lsp
 	$(BIN)/rag-lsp model install
 
 # System packages the tests need: Neovim (a real LSP client, tests/test_neovim_client.py),
-# Chromium (the VS Code sidebar page, vscode-client/test/browser, and the real-VS-Code test),
-# strace (proof that the server opens no internet socket, tests/test_no_network.py), and what
-# code-server's native modules build from (vscode-client/e2e/install-code-server.sh), its
-# ripgrep included. apt runs only when one of them is missing.
+# Chromium (drives a real VS Code, vscode-client/e2e), strace (proof that the server opens no
+# internet socket, tests/test_no_network.py), and what code-server's native modules are built
+# with (vscode-client/e2e/install-code-server.mjs), Debian's rg included. apt runs only when one
+# of them is missing.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || ! command -v sudo >/dev/null || echo sudo)
 APT_TOOLS := neovim chromium strace build-essential pkg-config python3 libx11-dev libxkbfile-dev \
   libsecret-1-dev libkrb5-dev ripgrep

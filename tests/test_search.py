@@ -64,6 +64,18 @@ def test_chunks_of_one_file_merge_into_one_result(workspace):
     assert scores == sorted(scores, reverse=True)  # best first, by the score shown
 
 
+def test_each_range_names_its_own_chunk(workspace):
+    """A list of a file's ranges labels each row by what is there, not by the best chunk."""
+    results = workspace.search("password", threshold=0.0, top_k=10).results
+    passwords = next(r for r in results if r.path == "src/auth/passwords.py")
+    lines = (workspace.root / passwords.path).read_text().split("\n")
+    assert passwords.ranges[0].symbol == passwords.symbol
+    for line_range in passwords.ranges:
+        chunk = lines[line_range.start_line - 1:line_range.end_line]
+        assert line_range.preview == next(line.strip() for line in chunk if line.strip())
+    assert len({r.preview for r in passwords.ranges}) == len(passwords.ranges)
+
+
 def test_results_are_in_the_order_of_the_score_they_show(workspace):
     for question, _path, _symbol in QUESTIONS:
         scores = [r.score for r in workspace.search(question, threshold=0.0).results]

@@ -41,3 +41,14 @@ def test_small_server_modules():
         assert lines < 250, f"{module.relative_to(ROOT)} has {lines} lines"
     for feature in (ROOT / "rag_lsp" / "server" / "features").glob("*.py"):
         assert "rag_lsp.server.app" not in feature.read_text(encoding="utf-8"), feature
+
+
+def test_the_server_answers_initialize_before_loading_the_engine():
+    """LanceDB, pyarrow, numpy and onnxruntime take seconds to import: they load with the
+    model and the first folder, after `initialize` is answered, never with the server."""
+    probe = ("import sys, rag_lsp.server.main; "
+             "print(sorted(m for m in ('lancedb', 'pyarrow', 'numpy', 'onnxruntime', "
+             "'tokenizers') if m in sys.modules))")
+    loaded = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True,
+                            text=True, check=True).stdout.strip()
+    assert loaded == "[]"

@@ -12,6 +12,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rag_lsp.chunking import chunk_document
 from rag_lsp.chunking.languages import language_for
@@ -22,7 +23,9 @@ from rag_lsp.context.query import derive_query
 from rag_lsp.errors import BadInputError
 from rag_lsp.indexing.secrets import redact_secrets
 from rag_lsp.search.results import SearchFilters
-from rag_lsp.workspace import Workspace
+
+if TYPE_CHECKING:  # only the type: servers import this before the engine is needed
+    from rag_lsp.workspace import Workspace
 
 log = logging.getLogger(__name__)
 

@@ -35,6 +35,7 @@ from rag_lsp.search.results import (
     LineRange,
     SearchFilters,
     SearchResult,
+    preview_of,
     snippet_of,
 )
 from rag_lsp.store.lance_store import ChunkStore
@@ -193,7 +194,9 @@ def _result(ranked: RankedFile, floor: float, weights: RankingWeights) -> Search
         if start in seen or (ranges and score < floor):
             continue
         seen.add(start)
-        ranges.append(LineRange(start, int(c.row["end_line"]), round(squash(score), 6)))
+        ranges.append(LineRange(start, int(c.row["end_line"]), round(squash(score), 6),
+                                symbol=c.row["symbol"], kind=c.row["kind"],
+                                preview=preview_of(c.row["text"])))
     return SearchResult(
         path=ranked.path, start_line=ranges[0].start_line, end_line=ranges[0].end_line,
         score=round(ranked.score, 6), kind=best.row["kind"], symbol=best.row["symbol"],

@@ -25,6 +25,11 @@ class LineRange:
     start_line: int  # 1-based
     end_line: int  # inclusive
     score: float
+    # What this range is, so a list of a file's ranges can label each row by its own chunk
+    # (not by the file's best one): its symbol and kind, and its first line of text.
+    symbol: str = ""
+    kind: str = ""
+    preview: str = ""
 
 
 @dataclass
@@ -75,6 +80,15 @@ class SearchResponse:
             "results": [r.to_dict() for r in self.results],
             "warnings": self.warnings,
         }
+
+
+PREVIEW_MAX_CHARS = 120
+
+
+def preview_of(text: str) -> str:
+    """The first non-blank line of ``text``, trimmed to one short line."""
+    line = next((line.strip() for line in text.split("\n") if line.strip()), "")
+    return line if len(line) <= PREVIEW_MAX_CHARS else line[:PREVIEW_MAX_CHARS - 1] + "…"
 
 
 def snippet_of(text: str, max_lines: int = SNIPPET_MAX_LINES) -> str:

@@ -12,7 +12,7 @@ import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -23,7 +23,6 @@ from rag_lsp.config import (
     validate_settings,
 )
 from rag_lsp.context.modes import unknown_mode_message
-from rag_lsp.embedding.embedder import OnnxEmbedder
 from rag_lsp.errors import RagLspError
 from rag_lsp.priority import SearchFirst
 from rag_lsp.server.client_settings import ClientSettings, only_search_changed
@@ -37,7 +36,9 @@ from rag_lsp.server.methods import RAG_INDEX_STATUS, SETTINGS_SECTION
 from rag_lsp.server.registry import FolderRegistry
 from rag_lsp.server.status import DISABLED_MESSAGE, index_status, server_status
 from rag_lsp.server.stdio import RagProtocol
-from rag_lsp.workspace import load_embedder
+
+if TYPE_CHECKING:  # heavy (numpy, onnxruntime): loaded with the model, after `initialize`
+    from rag_lsp.embedding.embedder import OnnxEmbedder
 
 log = logging.getLogger(__name__)
 
@@ -146,6 +147,8 @@ class RagServer(LanguageServer):
         key = (self.settings.model_dir, self.settings.embed_batch_size)
         if key == self._model_key:
             return
+        from rag_lsp.workspace import load_embedder  # numpy, onnxruntime: after `initialize`
+
         roots = [uri_to_path(u) for u in self._folder_uris()]
         root = next((r for r in roots if r is not None), None)
         self.embedder, self.model_error = await asyncio.get_running_loop().run_in_executor(

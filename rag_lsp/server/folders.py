@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pygls.uris import from_fs_path, to_fs_path
 
 from rag_lsp.indexing.scan import WorkspaceFilter
 from rag_lsp.server.jobs import FolderJobs
-from rag_lsp.workspace import Workspace
+
+if TYPE_CHECKING:  # the engine (LanceDB, numpy) loads after `initialize` is answered
+    from rag_lsp.workspace import Workspace
 
 # Index states on the wire (schemas/protocol/rag.indexStatus.json).
 STARTING, INDEXING, READY, DEGRADED, ERROR, DISABLED = (

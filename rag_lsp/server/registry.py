@@ -10,7 +10,6 @@ from lsprotocol import types
 
 from rag_lsp.errors import RagLspError
 from rag_lsp.server.folders import DEGRADED, FolderIndex, uri_to_path
-from rag_lsp.workspace import Workspace
 
 if TYPE_CHECKING:
     from rag_lsp.server.state import ServerState
@@ -56,6 +55,8 @@ class FolderRegistry:
             server.show(types.MessageType.Error, f"rag-lsp: cannot index {uri}: only file:// "
                         "workspace folders are supported")
             return
+        from rag_lsp.workspace import Workspace  # the engine loads with the first folder
+
         try:
             workspace = Workspace.open(
                 path, server.settings_for(path), embedder=server.embedder,

@@ -80,25 +80,24 @@ process.on("unhandledRejection", (err) => console.log(`(unhandled rejection, as 
 await extension.activate(context);
 check(/ready/.test(await waitFor(/ready|degraded|error/)), "status bar reaches ready", bar().text);
 // runner.py and .rag-lsp.json; generated/ would be a third file if VS Code's default exclude ([]) won.
-check(/\n2 files, /.test(bar().tooltip), ".rag-lsp.json's exclude is kept (editor defaults not sent)", bar().tooltip);
+check(/\n1 folder, 2 files, /.test(bar().tooltip), ".rag-lsp.json's exclude is kept (editor defaults not sent)", bar().tooltip);
 check(execFileSync("ls", [join(work, "storage")]).toString().startsWith("ws-"), "index in workspace storage");
 
 await commands.executeCommand("ragLsp.showStatus");
 check(/rag-lsp: ready — 1 folder, 2 files/.test(lastMessage()?.text), "rag/status shown", lastMessage());
 check(!fake.state.output.some((line) => /invalid settings/.test(line)), "no settings complaints (client-only keys filtered)");
 
-// The sidebar, through a fake webview: a search goes to the server and results come back.
-const posted = [];
-const view = {
-  webview: { options: {}, html: "", cspSource: "vscode-webview:", asWebviewUri: (uri) => uri, postMessage: async (m) => posted.push(m),
-    onDidReceiveMessage: () => ({ dispose() {} }) },
-  onDidDispose: () => ({ dispose() {} }),
-};
-const sidebar = fake.state.webviewViewProviders.get("ragLsp.searchView");
-sidebar.resolveWebviewView(view);
-await sidebar.handle({ type: "search", query: "retry a job on connection errors" });
-const results = posted.find((m) => m.type === "results");
-check(results?.response.results[0]?.path === "runner.py", "sidebar search answered by the server", posted.at(-1));
+// The search box and the Results tree: a query typed goes to the server and fills the tree.
+await commands.executeCommand("ragLsp.search");
+const input = fake.state.inputBoxes.at(-1);
+input.type("retry a job on connection errors");
+const resultsTree = fake.state.treeViews.get("ragLsp.resultsView").provider;
+for (let i = 0; i < 100 && !resultsTree.files.length; i++) await sleep(50);
+const [fileNode] = resultsTree.getChildren();
+const [rangeNode] = fileNode ? resultsTree.getChildren(fileNode) : [];
+const row = rangeNode && resultsTree.getTreeItem(rangeNode);
+check(fileNode?.group.path === "runner.py" && row?.label === "run_with_retries" && /^L1–7/.test(row.description),
+  "search box fills the Results tree from the server", row && { label: row.label, description: row.description });
 
 stub.window.activeTextEditor = fake.editor(Uri.file(join(folder, "runner.py")), readFileSync(join(folder, "runner.py"), "utf8"),
   new Selection(new Position(4, 0), new Position(5, 0)));
@@ -108,9 +107,14 @@ check(/added to the debugger knowledge base/.test(lastMessage()?.text), "rag/kb.
 
 fake.state.answers.push("debugger", "Copy");
 await commands.executeCommand("ragLsp.activateMode");
-const opened = fake.state.openedDocuments.at(-1)?.content ?? "";
+const opened = fake.state.shownEditors.at(-1)?.document.getText() ?? "";
 check(/### knowledge: Retry storms/.test(opened) && /### codebase: run_with_retries/.test(opened), "context opened as Markdown", opened.slice(0, 200));
 check(fake.state.clipboard === opened, "context copied");
+
+// The Knowledge view lists the entry added above.
+const knowledge = fake.state.treeViews.get("ragLsp.knowledgeView").provider;
+const [debuggerMode] = await knowledge.getChildren();
+check(debuggerMode?.entries.map((e) => e.title).join() === "Retry storms", "Knowledge view lists the entry", debuggerMode);
 
 // The agent-mode tools, as agent mode calls them: through the running server.
 const tool = (name) => fake.state.lmTools.get(name);

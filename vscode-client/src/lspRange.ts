@@ -32,3 +32,21 @@ export function itemLocation(uri: string, range: Range | null | undefined): vsco
   const parsed = vscode.Uri.parse(uri);
   return range ? new vscode.Location(parsed, toVscodeRange(range)) : parsed;
 }
+
+/**
+ * Opens `uri` with exactly `range` selected, the cursor on its first line (as going to a
+ * definition does) and that line in view. An LSP range ending at column 0 of a later line ends
+ * with the line before; a range past the end of a file that has since shrunk is clamped.
+ */
+export async function openRange(uri: string, range: Range, options: { preview?: boolean } = {}): Promise<vscode.TextEditor> {
+  const document = await vscode.workspace.openTextDocument(vscode.Uri.parse(uri));
+  const lastLine = Math.max(0, document.lineCount - 1);
+  const startLine = Math.min(range.start.line, lastLine);
+  const endLine = Math.min(range.end.character === 0 && range.end.line > range.start.line ? range.end.line - 1 : range.end.line, lastLine);
+  const start = new vscode.Position(startLine, startLine === range.start.line ? range.start.character : 0);
+  const end = document.lineAt(Math.max(startLine, endLine)).range.end;
+  const editor = await vscode.window.showTextDocument(document, { preview: options.preview ?? true });
+  editor.selection = new vscode.Selection(end, start);
+  editor.revealRange(new vscode.Range(start, start), vscode.TextEditorRevealType.InCenterIfOutsideViewport);
+  return editor;
+}

@@ -1,11 +1,13 @@
-// The assistant-mode commands: activate a mode (chat, or a Markdown editor where there is no
-// chat model) and add the selection to a mode's knowledge base.
+// The assistant-mode commands: activate a mode (chat, or the mode's context document where
+// there is no chat model) and add the selection to a mode's knowledge base.
 import * as vscode from "vscode";
 import { clampBudget } from "./budget";
 import { reportingErrors } from "./commands";
 import { activeFileParam, isFileUri, toLspRange } from "./lspRange";
 import { availableModes, DEFAULT_MODE, modeDescription, PARTICIPANT_NAME } from "./modes";
 import { MODES, Requests, type ContextResponse, type InjectContextParams, type KbAddParams, type KbAddResponse } from "./protocol";
+import { brief } from "./notify";
+import { contextDocumentUri, type ReadOnlyDocuments } from "./readOnlyDocuments";
 import type { RagServerApi } from "./serverApi";
 import { contextSettings, SECTION } from "./settings";
 
@@ -37,8 +39,9 @@ async function openChat(mode: string): Promise<boolean> {
   }
 }
 
-/** Without a chat model: the packed context in an untitled Markdown editor, to copy anywhere. */
-async function showContextInEditor(server: RagServerApi, mode: string): Promise<void> {
+/** Without a chat model: the packed context in the mode's read-only Markdown document (one per
+ * mode: activating it again refreshes the same tab), to copy anywhere. */
+async function showContextInEditor(server: RagServerApi, documents: ReadOnlyDocuments, mode: string): Promise<void> {
   const activeFile = activeFileParam(vscode.window.activeTextEditor);
   let query: string | undefined;
   if (!activeFile) {
@@ -56,23 +59,22 @@ async function showContextInEditor(server: RagServerApi, mode: string): Promise<
     void vscode.window.showInformationMessage(`rag-lsp: nothing in the workspace is relevant enough to "${result.query}".`);
     return;
   }
-  const document = await vscode.workspace.openTextDocument({ language: "markdown", content: result.context });
-  await vscode.window.showTextDocument(document, { preview: false });
+  await documents.show(contextDocumentUri(mode), result.context);
   const summary = `rag-lsp: ${mode} context for "${result.query}": ${result.items.length} items, ` +
     `${result.totalTokens} of ${result.budget} tokens (ragLsp.context.fallbackBudget).`;
-  if (await vscode.window.showInformationMessage(summary, "Copy") === "Copy") {
+  if (await vscode.window.showInformationMessage(brief(summary), "Copy") === "Copy") {
     await vscode.env.clipboard.writeText(result.context);
   }
 }
 
-async function activateMode(server: RagServerApi, activeMode: ActiveMode): Promise<void> {
+async function activateMode(server: RagServerApi, activeMode: ActiveMode, documents: ReadOnlyDocuments): Promise<void> {
   const mode = await pickMode("Assistant mode: what should the context favour?");
   if (!mode) return;
   await activeMode.set(mode);
-  if (!(await openChat(mode))) await showContextInEditor(server, mode);
+  if (!(await openChat(mode))) await showContextInEditor(server, documents, mode);
 }
 
-async function addToKnowledgeBase(server: RagServerApi): Promise<void> {
+async function addToKnowledgeBase(server: RagServerApi, added: () => void): Promise<void> {
   const editor = vscode.window.activeTextEditor;
   const content = editor && !editor.selection.isEmpty ? editor.document.getText(editor.selection) : "";
   if (!editor || !content.trim()) {
@@ -88,12 +90,21 @@ async function addToKnowledgeBase(server: RagServerApi): Promise<void> {
   // The anchor lets the server mark the entry stale when this code changes.
   if (isFileUri(editor.document.uri)) params.anchors = [{ uri: editor.document.uri.toString(), range: toLspRange(editor.selection) }];
   await server.request<KbAddResponse>(Requests.kbAdd, params);
+  added();
   void vscode.window.showInformationMessage(`rag-lsp: added to the ${mode} knowledge base.`);
 }
 
-export function registerModeCommands(server: RagServerApi, activeMode: ActiveMode): vscode.Disposable {
+export interface ModeCommandDeps {
+  server: RagServerApi;
+  activeMode: ActiveMode;
+  documents: ReadOnlyDocuments;
+  /** Called after an entry was added (the knowledge view refreshes). */
+  knowledgeChanged(): void;
+}
+
+export function registerModeCommands({ server, activeMode, documents, knowledgeChanged }: ModeCommandDeps): vscode.Disposable {
   return vscode.Disposable.from(
-    vscode.commands.registerCommand("ragLsp.activateMode", reportingErrors(() => activateMode(server, activeMode))),
-    vscode.commands.registerCommand("ragLsp.addToKnowledgeBase", reportingErrors(() => addToKnowledgeBase(server))),
+    vscode.commands.registerCommand("ragLsp.activateMode", reportingErrors(() => activateMode(server, activeMode, documents), server)),
+    vscode.commands.registerCommand("ragLsp.addToKnowledgeBase", reportingErrors(() => addToKnowledgeBase(server, knowledgeChanged), server)),
   );
 }

@@ -25,12 +25,22 @@ export const MODES = ["debugger", "security", "performance", "planning"] as cons
 export interface Position { line: number; character: number }
 export interface Range { start: Position; end: Position }
 
+/** One matching range of a result, best first; symbol, kind and preview describe its own chunk
+ * (servers before 0.1.1 send only range and score). */
+export interface ScoredRange {
+  range: Range;
+  score: number;
+  symbol?: string;
+  kind?: string;
+  preview?: string;
+}
+
 export interface SearchResult {
   uri: string;
   path: string;
   folder: string;
   range: Range;
-  ranges: { range: Range; score: number }[];
+  ranges: ScoredRange[];
   score: number;
   kind: string;
   symbol: string;
@@ -98,6 +108,24 @@ export interface KbAddParams {
   anchors?: { uri: string; range: Range }[];
 }
 export interface KbAddResponse { id: string; createdAt: string }
+
+export interface KbAnchor { uri: string; path: string; range: Range; sha256: string }
+
+export interface KbEntry {
+  id: string;
+  mode: string;
+  title: string;
+  content: string;
+  tags: string[];
+  sessionId: string | null;
+  createdAt: string;
+  anchors: KbAnchor[];
+  stale: boolean;
+  staleReason: string | null;
+}
+
+export interface KbListResponse { entries: KbEntry[]; total: number }
+export interface KbRemovedResponse { removed: number }
 
 export interface ContextItem {
   source: "manual" | "knowledge" | "codebase";

@@ -1,14 +1,21 @@
-// Pure helpers that turn a rag/search answer into what the sidebar shows: one group per file,
-// its matching ranges best first. No vscode import, so they run anywhere (webview tests too).
+// Pure helpers that turn a rag/search answer into what the results tree shows: one group per
+// file, its matching ranges in the server's order. No vscode import, so they test anywhere.
 
 import type { Range, SearchResult } from "./protocol";
 
-/** One matching range of a file, as a row the user can open. */
+/** One matching range of a file, as a row the user can open. Everything on the row describes
+ * this range's own chunk, never the file's best one. */
 export interface RangeRow {
   range: Range;
   score: number;
   /** "L12–18" (1-based, inclusive). */
   label: string;
+  symbol: string;
+  kind: string;
+  /** The range's first non-blank line ("" from servers that do not send it). */
+  preview: string;
+  /** The chunk's opening lines: the server sends them for the file's best range only. */
+  snippet?: string;
 }
 
 /** All results of one file. */
@@ -19,10 +26,8 @@ export interface ResultGroup {
   folderName: string | null;
   /** Best score of the file. */
   score: number;
-  /** Symbol, kind and snippet of the best chunk. */
-  symbol: string;
-  kind: string;
-  snippet: string;
+  language: string;
+  /** In the server's order: best first, by the score shown. */
   rows: RangeRow[];
 }
 
@@ -61,8 +66,8 @@ export function isStale(query: string, latest: string | undefined): boolean {
 }
 
 /**
- * Groups results by file, keeping the engine's order of files (first appearance) and listing
- * each file's ranges best first. `showFolders` defaults to "results come from several folders".
+ * Groups results by file, keeping the engine's order of files (first appearance) and of each
+ * file's ranges. `showFolders` defaults to "results come from several folders".
  */
 export function groupByFile(results: SearchResult[], showFolders?: boolean): ResultGroup[] {
   const several = showFolders ?? new Set(results.map((r) => r.folder)).size > 1;
@@ -74,33 +79,43 @@ export function groupByFile(results: SearchResult[], showFolders?: boolean): Res
         uri: result.uri,
         path: result.path,
         folderName: several ? folderName(result.folder) : null,
-        score: -Infinity,
-        symbol: "",
-        kind: "",
-        snippet: "",
+        score: result.score,
+        language: result.language,
         rows: [],
       };
       groups.set(result.uri, group);
     }
-    if (result.score > group.score) {
-      Object.assign(group, { score: result.score, symbol: result.symbol, kind: result.kind, snippet: result.snippet });
-    }
+    group.score = Math.max(group.score, result.score);
     const ranges = result.ranges.length > 0 ? result.ranges : [{ range: result.range, score: result.score }];
-    for (const { range, score } of ranges) addRow(group.rows, range, score);
+    for (const scored of ranges) {
+      // The result's own symbol and snippet belong to its primary range, and to no other.
+      const primary = sameRange(scored.range, result.range);
+      addRow(group.rows, {
+        range: scored.range,
+        score: scored.score,
+        label: formatRange(scored.range),
+        symbol: scored.symbol ?? (primary ? result.symbol : ""),
+        kind: scored.kind ?? (primary ? result.kind : ""),
+        preview: scored.preview ?? (primary ? firstLine(result.snippet) : ""),
+        ...(primary && result.snippet ? { snippet: result.snippet } : {}),
+      });
+    }
   }
-  for (const group of groups.values()) group.rows.sort((a, b) => b.score - a.score);
   return [...groups.values()];
 }
 
 /** Adds a range once; the same range reported twice keeps its best score. */
-function addRow(rows: RangeRow[], range: Range, score: number): void {
-  const label = formatRange(range);
-  const same = rows.find((row) => sameRange(row.range, range));
-  if (same) same.score = Math.max(same.score, score);
-  else rows.push({ range, score, label });
+function addRow(rows: RangeRow[], row: RangeRow): void {
+  const same = rows.find((existing) => sameRange(existing.range, row.range));
+  if (!same) rows.push(row);
+  else same.score = Math.max(same.score, row.score);
 }
 
-function sameRange(a: Range, b: Range): boolean {
+function firstLine(text: string): string {
+  return text.split("\n").map((line) => line.trim()).find(Boolean) ?? "";
+}
+
+export function sameRange(a: Range, b: Range): boolean {
   return (
     a.start.line === b.start.line &&
     a.start.character === b.start.character &&

@@ -1,9 +1,10 @@
 // Starts `rag-lsp serve` with vscode-languageclient and keeps it running: restarts it after a
 // crash (within limits), forwards rag/indexStatus, and explains failures with their fix.
 import * as vscode from "vscode";
-import { LanguageClient, ResponseError, State, TransportKind, type ServerOptions } from "vscode-languageclient/node";
+import { LanguageClient, ResponseError, State, TransportKind, type ServerOptions, type StaticFeature } from "vscode-languageclient/node";
 import { clientOptions, ReportingErrorHandler } from "./clientOptions";
 import { findExecutable } from "./executable";
+import { brief } from "./notify";
 import { Notifications, type IndexStatus } from "./protocol";
 import { decideOnCrash, gaveUpMessage } from "./restartPolicy";
 import type { RagServerApi, ServerState } from "./serverApi";
@@ -65,6 +66,10 @@ export class RagServer implements RagServerApi, vscode.Disposable {
     this.output.show(true);
   }
 
+  log(text: string): void {
+    this.output.info(text);
+  }
+
   dispose(): void {
     void this.stop();
     this.output.dispose();
@@ -116,7 +121,8 @@ export class RagServer implements RagServerApi, vscode.Disposable {
       outputChannel: this.output,
       errorHandler: new ReportingErrorHandler(() => void this.connectionClosed(client)),
     });
-    client = new LanguageClient("ragLsp", "rag-lsp", serverOptions, options);
+    client = new RagLanguageClient("ragLsp", "rag-lsp", serverOptions, options);
+    client.registerFeature(NO_WORK_DONE_PROGRESS);
     client.onNotification(Notifications.indexStatus, (status: IndexStatus) => {
       this.status = status;
       this.statusEmitter.fire(status);
@@ -159,10 +165,44 @@ export class RagServer implements RagServerApi, vscode.Disposable {
     const shown = [command.command, ...command.args].join(" ");
     this.output.error(`could not start ${shown}: ${reason}`);
     const fix = command.source === "PATH"
-      ? "Install rag-lsp (in its checkout: `make demo`) and set ragLsp.server.command to e.g. [\"/path/to/rag-lsp/.venv/bin/rag-lsp\", \"serve\"]."
-      : `Check ${command.source} (the program must exist and have rag-lsp installed).`;
-    const choice = await vscode.window.showErrorMessage(`rag-lsp: could not start \`${shown}\`: ${reason}. ${fix}`, "Show log", "Open settings");
-    if (choice === "Open settings") await vscode.commands.executeCommand("workbench.action.openSettings", `${SECTION}.server`);
+      ? "Set ragLsp.server.command to the rag-lsp program (in a checkout: .venv/bin/rag-lsp, after `make demo`)."
+      : `Check ${command.source}: the program must exist and have rag-lsp installed.`;
+    this.output.error(fix);
+    const choice = await vscode.window.showErrorMessage(brief(`rag-lsp: could not start \`${shown}\`: ${reason}. ${fix}`), "Show log", "Open settings");
+    if (choice === "Open settings") await openServerSettings();
     if (choice === "Show log") this.showLog();
   }
+}
+
+/** vscode-languageclient logs every exit of the server process as an error, even the clean
+ * exit (code 0) that ends a stop or restart the user asked for. A crash is still reported:
+ * by its code here, and by RagServer when the connection closes unasked. */
+class RagLanguageClient extends LanguageClient {
+  override error(message: string, data?: unknown, showNotification?: boolean | "force"): void {
+    if (message === "Server process exited with code 0.") this.info(message, data, false);
+    else super.error(message, data, showNotification);
+  }
+}
+
+/**
+ * The server reports indexing in rag/indexStatus, which the status bar item shows. Without this
+ * the client would also show the server's $/progress as a second status bar item (one that
+ * can outlive the run it describes), so the client tells the server it does not take them.
+ */
+export const NO_WORK_DONE_PROGRESS: StaticFeature = {
+  fillClientCapabilities(capabilities) {
+    if (capabilities.window) capabilities.window.workDoneProgress = false;
+  },
+  initialize() {},
+  getState: () => ({ kind: "static" }),
+  clear() {},
+};
+
+/**
+ * The settings that choose the server. They are machine-scoped, which a remote window (and
+ * code-server) lists under Remote, not User: searching the User tab would show nothing.
+ */
+export async function openServerSettings(): Promise<void> {
+  const command = vscode.env.remoteName ? "workbench.action.openRemoteSettings" : "workbench.action.openSettings";
+  await vscode.commands.executeCommand(command, `@ext:rag-lsp.rag-lsp ${SECTION}.server`);
 }

@@ -16,4 +16,6 @@ export interface RagServerApi {
   readonly onDidChangeState: vscode.Event<ServerState>;
   restart(): Promise<void>;
   showLog(): void;
+  /** Writes a line to the extension's log (the full text of a shortened notification). */
+  log(text: string): void;
 }

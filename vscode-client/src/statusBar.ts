@@ -1,6 +1,7 @@
 // The status bar item: the index state the server reports, or the server's own state when it
 // is not running. `describeStatus` is pure so each state's text is testable.
 import * as vscode from "vscode";
+import { indexCounts } from "./commands";
 import type { IndexStatus } from "./protocol";
 import type { RagServerApi, ServerState } from "./serverApi";
 
@@ -13,19 +14,16 @@ export interface StatusView {
 
 const plural = (n: number, word: string) => `${n.toLocaleString("en-US")} ${word}${n === 1 ? "" : "s"}`;
 
-function counts(status: IndexStatus): string {
-  const folders = status.folders.length > 1 ? `, ${status.folders.length} folders` : "";
-  return `${plural(status.files, "file")}, ${plural(status.chunks, "chunk")}${folders}`;
-}
-
 export function describeStatus(server: ServerState, status: IndexStatus | undefined): StatusView {
   if (server === "stopped") {
-    return { text: "$(debug-disconnect) rag: stopped", tooltip: "rag-lsp: the server is not running. Click for details.", background: "statusBarItem.errorBackground" };
+    return { text: "$(debug-disconnect) rag: stopped", tooltip: "rag-lsp: the server is not running. Click to restart it or see its log.", background: "statusBarItem.errorBackground" };
   }
   if (server === "starting" || !status) {
     return { text: "$(sync~spin) rag: starting", tooltip: "rag-lsp: starting the server" };
   }
-  const lines = [status.message, counts(status)].filter(Boolean);
+  // The run's own progress ("412/1000 files") is labelled, so it is not read as the index size.
+  const progress = status.state === "indexing" && status.message ? `This run: ${status.message}` : status.message;
+  const lines = [progress, indexCounts(status.folders)].filter(Boolean);
   for (const folder of status.folders.length > 1 ? status.folders : []) {
     lines.push(`${folder.uri.replace(/^file:\/\//, "")}: ${folder.state}, ${plural(folder.files, "file")}`);
   }

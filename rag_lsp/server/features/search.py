@@ -43,7 +43,8 @@ def wire_result(folder: FolderIndex, result: SearchResult) -> dict:
 
 def _wire_range(line_range: LineRange) -> dict:
     return {"range": lsp_range(line_range.start_line, line_range.end_line),
-            "score": line_range.score}
+            "score": line_range.score, "symbol": line_range.symbol, "kind": line_range.kind,
+            "preview": line_range.preview}
 
 
 def _filters(raw: dict) -> SearchFilters:

@@ -3,6 +3,7 @@ import { commands, window } from "vscode";
 import { describeServerStatus, registerIndexCommands } from "../../src/commands";
 import { ActiveMode, registerModeCommands } from "../../src/modeCommands";
 import type { ContextResponse, StatusResponse } from "../../src/protocol";
+import { ReadOnlyDocuments } from "../../src/readOnlyDocuments";
 import { FakeServer } from "./fakeServer";
 import { fake, Position, Selection, Uri } from "./vscode-stub";
 
@@ -23,25 +24,27 @@ function memento() {
 
 let server: FakeServer;
 let activeMode: ActiveMode;
+let knowledgeChanges = 0;
 beforeEach(() => {
   fake.reset();
   server = new FakeServer({ "rag/status": statusResponse, "rag/reindex": { started: ["file:///work/repo"] }, "rag/injectContext": contextResponse, "rag/kb.add": { id: "k1", createdAt: "2026-01-01T00:00:00Z" } });
   activeMode = new ActiveMode(memento());
   registerIndexCommands(server);
-  registerModeCommands(server, activeMode);
+  knowledgeChanges = 0;
+  registerModeCommands({ server, activeMode, documents: new ReadOnlyDocuments(), knowledgeChanged: () => knowledgeChanges++ });
 });
 
 describe("index commands", () => {
   it("describes the status with what is wrong and how to fix it", () => {
     const text = describeServerStatus(statusResponse);
-    expect(text).toContain("degraded — 1 folder, 120 files, 900 chunks");
+    expect(text).toContain("degraded — 1 folder, 120 files, 900 chunks indexed");
     expect(text).toContain("(not loaded)");
     expect(text).toContain("rag-lsp model install");
     expect(text).toContain("`topK` = 0");
   });
 
   it("shows the status and rebuilds from scratch on request", async () => {
-    fake.state.answers.push("Rebuild index");
+    fake.state.answers.push("Rebuild index", "Rebuild");
     await commands.executeCommand("ragLsp.showStatus");
     expect(fake.state.messages[0]).toMatchObject({ level: "warning", actions: ["Rebuild index", "Show log"] });
     expect(server.requests.map((r) => [r.method, r.params])).toEqual([["rag/status", undefined], ["rag/reindex", { full: true }]]);
@@ -58,13 +61,41 @@ describe("index commands", () => {
   it("shows a failed request as one error message", async () => {
     server = new FakeServer({ "rag/reindex": new Error("rag-lsp is disabled in settings") });
     registerIndexCommands(server);
+    fake.state.answers.push("Rebuild");
     await commands.executeCommand("ragLsp.rebuildIndex");
-    expect(fake.state.messages).toEqual([{ level: "error", text: "rag-lsp: rag-lsp is disabled in settings", actions: [] }]);
+    expect(fake.state.messages.at(-1)).toEqual({ level: "error", text: "rag-lsp: rag-lsp is disabled in settings", actions: [] });
   });
 
-  it("focuses the search view", async () => {
-    await commands.executeCommand("ragLsp.search");
-    expect(fake.state.executed.map((e) => e.command)).toContain("ragLsp.searchView.focus");
+  it("[defect 2] asks before rebuilding, does nothing when declined, and claims nothing afterwards", async () => {
+    await commands.executeCommand("ragLsp.rebuildIndex"); // the user closes the dialog
+    expect(fake.state.messages).toEqual([{ level: "warning", text: "Rebuild the rag-lsp index from scratch?", actions: ["Rebuild"] }]);
+    expect(server.requests).toEqual([]);
+    fake.state.answers.push("Rebuild");
+    await commands.executeCommand("ragLsp.rebuildIndex");
+    expect(server.requests).toEqual([{ method: "rag/reindex", params: { full: true } }]);
+    expect(fake.state.messages).toHaveLength(2); // the confirmations; progress is the status bar's
+  });
+
+  it("[defect 8] shortens a long error to a few sentences and puts the whole of it in the log", async () => {
+    const long = "the index at /work/repo/.rag-lsp could not be opened. " + "detail ".repeat(200);
+    server = new FakeServer({ "rag/status": new Error(long) });
+    registerIndexCommands(server);
+    fake.state.answers.push("Show log");
+    await commands.executeCommand("ragLsp.showStatus");
+    const [shown] = fake.state.messages;
+    expect(shown.text).toBe("rag-lsp: the index at /work/repo/.rag-lsp could not be opened. …");
+    expect(shown.actions).toEqual(["Show log"]);
+    expect(server.logged).toEqual([`rag-lsp: ${long}`]);
+    expect(server.logShown).toBe(1);
+  });
+
+  it("[defect 8] keeps a status with many problems short", async () => {
+    const problems = Array.from({ length: 30 }, (_, i) => `\`rank${i}\` = -1: must be at least 0`);
+    server = new FakeServer({ "rag/status": { ...statusResponse, settingsProblems: problems } });
+    registerIndexCommands(server);
+    await commands.executeCommand("ragLsp.showStatus");
+    expect(fake.state.messages[0].text.length).toBeLessThanOrEqual(240);
+    expect(server.logged[0]).toContain("`rank29` = -1");
   });
 });
 
@@ -86,7 +117,7 @@ describe("activate mode", () => {
     expect(fake.state.executed).toContainEqual({ command: "workbench.action.chat.open", args: [{ query: "@rag ", isPartialQuery: true }] });
   });
 
-  it("without a chat model, opens the context as Markdown and copies it", async () => {
+  it("[defect 15] without a chat model, shows the context in one document per mode and copies it", async () => {
     fake.state.settings["ragLsp.context.fallbackBudget"] = 3000;
     window.activeTextEditor = fake.editor(Uri.file("/work/repo/a.py"), "def run(): pass", new Selection(new Position(0, 4), new Position(0, 7))) as never;
     fake.state.answers.push("debugger", "Copy");
@@ -94,8 +125,15 @@ describe("activate mode", () => {
     expect(server.requests[0]).toEqual({ method: "rag/injectContext", params: {
       mode: "debugger", tokenBudget: 3000, activeFile: { uri: "file:///work/repo/a.py", selection: { start: { line: 0, character: 4 }, end: { line: 0, character: 7 } } },
     } });
-    expect(fake.state.openedDocuments).toEqual([{ language: "markdown", content: contextResponse.context }]);
+    const [editor] = fake.state.shownEditors;
+    expect(editor.document.uri.toString()).toBe("rag-lsp:///context/debugger.md");
+    expect(editor.document.getText()).toBe(contextResponse.context);
     expect(fake.state.clipboard).toBe(contextResponse.context);
+    // Again: the same document, not a second Untitled one.
+    fake.state.answers.push("debugger");
+    await commands.executeCommand("ragLsp.activateMode");
+    expect(fake.state.shownEditors.map((e) => e.document.uri.toString())).toEqual(["rag-lsp:///context/debugger.md", "rag-lsp:///context/debugger.md"]);
+    expect(fake.state.openedDocuments).toEqual([]);
   });
 
   it("asks what the context is for when no file is open", async () => {
@@ -121,6 +159,7 @@ describe("add to knowledge base", () => {
       anchors: [{ uri: "file:///work/repo/a.py", range: { start: { line: 1, character: 0 }, end: { line: 2, character: 0 } } }],
     } }]);
     expect(fake.state.messages.at(-1)?.text).toBe("rag-lsp: added to the debugger knowledge base.");
+    expect(knowledgeChanges).toBe(1); // the Knowledge view shows it
   });
 
   it("leaves out an empty title and the anchor of an unsaved document", async () => {

@@ -38,4 +38,6 @@ export class FakeServer implements RagServerApi {
 
   async restart(): Promise<void> { this.restarts++; }
   showLog(): void { this.logShown++; }
+  readonly logged: string[] = [];
+  log(text: string): void { this.logged.push(text); }
 }

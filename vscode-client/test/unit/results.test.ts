@@ -47,15 +47,27 @@ describe("groupByFile", () => {
   const repo = "file:///w/repo";
   const docs = "file:///w/docs";
 
-  it("groups by file in the engine's order, ranges best first, snippet of the best chunk", () => {
+  it("groups by file in the engine's order, keeping the engine's order of ranges", () => {
     const groups = groupByFile([
       result(`${repo}/a.py`, repo, [[lines(0, 5), 0.4], [lines(10, 12), 0.7]]),
       result(`${repo}/b.py`, repo, [[lines(3, 4), 0.6]]),
       result(`${repo}/a.py`, repo, [[lines(20, 30), 0.9]]),
     ]);
     expect(groups.map((g) => g.path)).toEqual(["a.py", "b.py"]);
-    expect(groups[0].rows.map((r) => [r.label, r.score])).toEqual([["L21–30", 0.9], ["L11–12", 0.7], ["L1–5", 0.4]]);
-    expect(groups[0]).toMatchObject({ score: 0.9, snippet: "snippet 0.9", symbol: "sym0.9", folderName: null });
+    expect(groups[0].rows.map((r) => [r.label, r.score])).toEqual([["L1–5", 0.4], ["L11–12", 0.7], ["L21–30", 0.9]]);
+    expect(groups[0]).toMatchObject({ score: 0.9, folderName: null });
+  });
+
+  it("[defect 1] labels each row by its own chunk: the file's symbol and snippet go to its primary range only", () => {
+    const server = result(`${repo}/a.py`, repo, [[lines(0, 5), 0.8], [lines(10, 12), 0.5]]);
+    server.ranges[1] = { ...server.ranges[1], symbol: "Client.close", kind: "method", preview: "def close(self):" };
+    const older = result(`${repo}/b.py`, repo, [[lines(3, 4), 0.6], [lines(8, 9), 0.3]]); // no per-range fields
+    const [a, b] = groupByFile([server, older]);
+    expect(a.rows.map((r) => [r.label, r.symbol, r.preview, r.snippet])).toEqual([
+      ["L1–5", "sym0.8", "snippet 0.8", "snippet 0.8"],
+      ["L11–12", "Client.close", "def close(self):", undefined],
+    ]);
+    expect(b.rows.map((r) => [r.label, r.symbol, r.preview])).toEqual([["L4", "sym0.6", "snippet 0.6"], ["L9", "", ""]]);
   });
 
   it("lists a range reported twice once, with its best score", () => {
@@ -63,7 +75,7 @@ describe("groupByFile", () => {
       result(`${repo}/a.py`, repo, [[lines(0, 5), 0.4]]),
       result(`${repo}/a.py`, repo, [[lines(0, 5), 0.8]]),
     ]);
-    expect(groups[0].rows).toEqual([{ range: lines(0, 5), score: 0.8, label: "L1–5" }]);
+    expect(groups[0].rows.map((r) => [r.label, r.score])).toEqual([["L1–5", 0.8]]);
   });
 
   it("falls back to the result's own range when `ranges` is empty", () => {

@@ -39,6 +39,8 @@ describe("RagServer", () => {
     expect(JSON.parse(server.status!.message)).toEqual({
       initializationOptions: { topK: 3, indexPath: "/storage/ws" },
       pulled: [{ topK: 3 }],
+      // Indexing progress shows in our one status bar item, not as a second one from $/progress.
+      workDoneProgress: false,
     });
     expect(states).toEqual(["starting", "running"]);
   });
@@ -112,11 +114,24 @@ describe("RagServer", () => {
     expect(await pid()).toBeGreaterThan(0);
   });
 
-  it("restarts on request, with a fresh process", async () => {
+  it("restarts on request, with a fresh process, and logs no error for it", async () => {
     await server.start();
     const before = await pid();
     await server.restart();
     expect(server.state).toBe("running");
     expect(await pid()).not.toBe(before);
+    expect(fake.state.outputErrors).toEqual([]);
+    expect(fake.state.messages).toEqual([]);
+  });
+
+  it("opens the server settings where a remote window lists machine settings", async () => {
+    const { openServerSettings } = await import("../../src/server");
+    await openServerSettings();
+    (await import("./vscode-stub")).env.remoteName = "code-server";
+    await openServerSettings();
+    expect(fake.state.executed.map((e) => [e.command, e.args[0]])).toEqual([
+      ["workbench.action.openSettings", "@ext:rag-lsp.rag-lsp ragLsp.server"],
+      ["workbench.action.openRemoteSettings", "@ext:rag-lsp.rag-lsp ragLsp.server"],
+    ]);
   });
 });

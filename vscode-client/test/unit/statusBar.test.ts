@@ -1,5 +1,6 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import type { IndexStatus } from "../../src/protocol";
+import { describeServerStatus } from "../../src/commands";
 import { createStatusBar, describeStatus } from "../../src/statusBar";
 import { FakeServer } from "./fakeServer";
 import { fake, ThemeColor } from "./vscode-stub";
@@ -21,7 +22,21 @@ describe("status bar text", () => {
     expect(view.text).toBe(text);
     expect(view.background).toBe(background);
     expect(view.tooltip).toContain(`${state} message`);
-    expect(view.tooltip).toContain("120 files, 1 chunk");
+    expect(view.tooltip).toContain("1 folder, 120 files, 360 chunks indexed");
+  });
+
+  it("[defect 5] words the index size exactly as the status command does, from the same folders", () => {
+    const folders = [folder("file:///a", 1), folder("file:///b", 1200)];
+    const tooltip = describeStatus("running", status("ready", { folders, files: 7, chunks: 7 })).tooltip;
+    const command = describeServerStatus({ state: "ready", enabled: true, folders, model: { id: "m", sha256: "", dimension: 384, loaded: true }, degradedReason: null, settingsProblems: [] });
+    const counts = "2 folders, 1,201 files, 3,603 chunks indexed";
+    expect(tooltip).toContain(counts);
+    expect(command).toContain(counts);
+  });
+
+  it("[defect 5] labels a run's progress so it is not read as the index size", () => {
+    const tooltip = describeStatus("running", status("indexing", { message: "412/1000 files, 3100 chunks embedded" })).tooltip;
+    expect(tooltip).toContain("This run: 412/1000 files, 3100 chunks embedded");
   });
 
   it("shows the percentage while indexing", () => {
@@ -31,7 +46,7 @@ describe("status bar text", () => {
 
   it("lists folders in the tooltip when there are several", () => {
     const tooltip = describeStatus("running", status("ready", { folders: [folder("file:///a", 1), folder("file:///b", 2)] })).tooltip;
-    expect(tooltip).toContain("2 folders");
+    expect(tooltip).toContain("2 folders, 3 files, 9 chunks indexed");
     expect(tooltip).toContain("/a: ready, 1 file\n/b: ready, 2 files");
   });
 
@@ -57,6 +72,9 @@ describe("status bar item", () => {
     expect(item.backgroundColor).toEqual(new ThemeColor("statusBarItem.warningBackground"));
     server.setStatus(status("ready"));
     expect(item.backgroundColor).toBeUndefined();
+    // [defect 10] nothing about indexing stays once the run is over
+    expect(item.text).toBe("$(search) rag: ready");
+    expect(String(item.tooltip)).not.toMatch(/indexing|This run/);
     server.setState("stopped");
     expect(item.text).toBe("$(debug-disconnect) rag: stopped");
   });

@@ -93,6 +93,20 @@ export class TypeHierarchyItem extends Placeholder {}
 export class CancellationError extends Error {}
 
 export enum StatusBarAlignment { Left = 1, Right = 2 }
+export enum TreeItemCollapsibleState { None = 0, Collapsed = 1, Expanded = 2 }
+export enum TextEditorRevealType { Default = 0, InCenter = 1, InCenterIfOutsideViewport = 2, AtTop = 3 }
+
+export class TreeItem {
+  id?: string;
+  description?: string;
+  tooltip?: unknown;
+  iconPath?: unknown;
+  resourceUri?: Uri;
+  command?: { command: string; title: string; arguments?: unknown[] };
+  contextValue?: string;
+  accessibilityInformation?: { label: string };
+  constructor(public label: string, public collapsibleState: TreeItemCollapsibleState = TreeItemCollapsibleState.None) {}
+}
 export enum ViewColumn { Active = -1, Beside = -2, One = 1 }
 export enum ConfigurationTarget { Global = 1, Workspace = 2, WorkspaceFolder = 3 }
 export enum ProgressLocation { SourceControl = 1, Window = 10, Notification = 15 }
@@ -130,8 +144,24 @@ export interface FakeStatusBarItem {
   text: string; tooltip: unknown; command: unknown; backgroundColor: ThemeColor | undefined;
   name: string | undefined; visible: boolean; show(): void; hide(): void; dispose(): void;
 }
-export interface FakeTextDocument { uri: Uri; languageId: string; getText(range?: Range): string }
-export interface FakeTextEditor { document: FakeTextDocument; selection: Selection }
+export interface FakeTextDocument {
+  uri: Uri; languageId: string; getText(range?: Range): string;
+  lineCount?: number; lineAt?(line: number): { range: Range };
+}
+export interface FakeTextEditor { document: FakeTextDocument; selection: Selection; revealed?: Range; revealRange?(range: Range): void }
+export interface FakeTreeView {
+  id: string; provider: unknown; message: string | undefined; description: string | undefined;
+  selection: unknown[]; revealed: { element: unknown; options: unknown }[]; disposed: boolean;
+  reveal(element: unknown, options?: unknown): Promise<void>; dispose(): void;
+}
+export interface FakeInputBox {
+  title: string; placeholder: string; prompt: string; value: string; valueSelection: [number, number] | undefined;
+  busy: boolean; visible: boolean; disposed: boolean;
+  onDidChangeValue: EventEmitter<string>["event"]; onDidAccept: EventEmitter<void>["event"]; onDidHide: EventEmitter<void>["event"];
+  /** What the user does: type (fires onDidChangeValue), press Enter, press Escape. */
+  type(value: string): void; accept(): void; escape(): void;
+  show(): void; hide(): void; dispose(): void;
+}
 
 function freshState() {
   return {
@@ -148,13 +178,21 @@ function freshState() {
     executed: [] as { command: string; args: unknown[] }[],
     statusBarItems: [] as FakeStatusBarItem[],
     output: [] as string[],
+    /** Lines logged at warning or error level (also in `output`). */
+    outputErrors: [] as string[],
     openedDocuments: [] as { language?: string; content?: string }[],
     clipboard: "",
     chatModels: [] as unknown[],
     chatParticipants: new Map<string, unknown>(),
     /** Language model tools by name, as registered with lm.registerTool. */
     lmTools: new Map<string, unknown>(),
-    webviewViewProviders: new Map<string, unknown>(),
+    treeViews: new Map<string, FakeTreeView>(),
+    inputBoxes: [] as FakeInputBox[],
+    contentProviders: new Map<string, { provideTextDocumentContent(uri: Uri): string; onDidChange?: unknown }>(),
+    /** Text of the files showTextDocument/openTextDocument(uri) can open, by URI string. */
+    files: new Map<string, string>(),
+    /** Editors shown, in order. */
+    shownEditors: [] as FakeTextEditor[],
     configurationListeners: new EventEmitter<{ affectsConfiguration(section: string): boolean }>(),
   };
 }
@@ -166,6 +204,7 @@ export const fake = {
     window.activeTextEditor = undefined;
     workspace.workspaceFolders = undefined;
     workspace.isTrusted = true;
+    env.remoteName = undefined;
   },
   /** The answer for the next prompt, or undefined (the user pressed Escape). */
   nextAnswer(): unknown { return fake.state.answers.shift(); },
@@ -223,16 +262,48 @@ export const window = {
   },
   createOutputChannel(name: string) {
     const line = (text: string) => fake.state.output.push(text);
+    const error = (text: string) => { fake.state.outputErrors.push(text); line(text); };
+    // vscode-languageclient writes its own log lines as "[Error - 10:00:00 AM] …".
+    const appendLine = (text: string) => (/^\[(Error|Warn)/.test(text) ? error(text) : line(text));
     return {
-      name, append: line, appendLine: line, info: line, warn: line, error: line, debug: line, trace: line,
+      name, append: line, appendLine, info: line, warn: error, error, debug: line, trace: line,
       clear() {}, show() { fake.state.executed.push({ command: "output.show", args: [name] }); }, hide() {}, dispose() {},
     };
   },
-  registerWebviewViewProvider(viewId: string, provider: unknown): Disposable {
-    fake.state.webviewViewProviders.set(viewId, provider);
-    return new Disposable(() => fake.state.webviewViewProviders.delete(viewId));
+  createTreeView(id: string, options: { treeDataProvider: unknown }): FakeTreeView {
+    const view: FakeTreeView = {
+      id, provider: options.treeDataProvider, message: undefined, description: undefined, selection: [], revealed: [], disposed: false,
+      async reveal(element, revealOptions) { view.revealed.push({ element, options: revealOptions }); },
+      dispose() { view.disposed = true; fake.state.treeViews.delete(id); },
+    };
+    fake.state.treeViews.set(id, view);
+    return view;
   },
-  async showTextDocument(document: unknown): Promise<unknown> { return { document }; },
+  createInputBox(): FakeInputBox {
+    const changed = new EventEmitter<string>();
+    const accepted = new EventEmitter<void>();
+    const hidden = new EventEmitter<void>();
+    const input: FakeInputBox = {
+      title: "", placeholder: "", prompt: "", value: "", valueSelection: undefined, busy: false, visible: false, disposed: false,
+      onDidChangeValue: changed.event, onDidAccept: accepted.event, onDidHide: hidden.event,
+      type(value) { input.value = value; changed.fire(value); },
+      accept() { accepted.fire(); },
+      escape() { input.hide(); },
+      show() { input.visible = true; },
+      hide() { if (input.visible) { input.visible = false; hidden.fire(); } },
+      dispose() { input.disposed = true; },
+    };
+    fake.state.inputBoxes.push(input);
+    return input;
+  },
+  async showTextDocument(document: FakeTextDocument): Promise<FakeTextEditor> {
+    const editor: FakeTextEditor = {
+      document, selection: new Selection(new Position(0, 0), new Position(0, 0)),
+      revealRange(range: Range) { editor.revealed = range; },
+    };
+    fake.state.shownEditors.push(editor);
+    return editor;
+  },
   async withProgress<R>(_options: unknown, task: (progress: { report(value: unknown): void }, token: CancellationTokenSource["token"]) => Thenable<R>): Promise<R> {
     return task({ report() {} }, new CancellationTokenSource().token);
   },
@@ -267,11 +338,28 @@ export const workspace = {
   onDidChangeConfiguration(listener: Listener<{ affectsConfiguration(section: string): boolean }>): Disposable {
     return fake.state.configurationListeners.event(listener);
   },
-  async openTextDocument(options: { language?: string; content?: string }): Promise<unknown> {
+  async openTextDocument(options: Uri | { language?: string; content?: string }): Promise<FakeTextDocument> {
+    if (options instanceof Uri) return documentAt(options);
     fake.state.openedDocuments.push(options);
-    return { uri: Uri.parse("untitled:Untitled-1"), languageId: options.language, getText: () => options.content ?? "" };
+    return { uri: Uri.parse("untitled:Untitled-1"), languageId: options.language ?? "plaintext", getText: () => options.content ?? "" };
+  },
+  registerTextDocumentContentProvider(scheme: string, provider: { provideTextDocumentContent(uri: Uri): string }): Disposable {
+    fake.state.contentProviders.set(scheme, provider);
+    return new Disposable(() => fake.state.contentProviders.delete(scheme));
   },
 };
+
+/** A document for `uri`: a file from fake.state.files, or a content provider's text. */
+function documentAt(uri: Uri): FakeTextDocument {
+  const provider = fake.state.contentProviders.get(uri.scheme);
+  const text = provider ? provider.provideTextDocumentContent(uri) : fake.state.files.get(uri.toString());
+  if (text === undefined) throw new Error(`cannot open ${uri.toString()}: no such file`);
+  const lines = text.split("\n");
+  return {
+    uri, languageId: uri.path.endsWith(".md") ? "markdown" : "plaintext", getText: () => text, lineCount: lines.length,
+    lineAt: (line: number) => ({ range: new Range(line, 0, line, lines[line].length) }),
+  };
+}
 
 export const commands = {
   registerCommand(command: string, callback: (...args: unknown[]) => unknown): Disposable {
@@ -285,6 +373,7 @@ export const commands = {
 };
 
 export const env = {
+  remoteName: undefined as string | undefined,
   clipboard: {
     async writeText(text: string): Promise<void> { fake.state.clipboard = text; },
     async readText(): Promise<string> { return fake.state.clipboard; },
