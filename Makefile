@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 ROOT ?= .
 QUERY ?= where is the index checked for a different embedding model?
 
-.PHONY: setup model tools demo test lint client-test client-package bench clean
+.PHONY: setup model tools demo test lint client-test client-e2e client-package bench clean
 
 $(BIN)/rag-lsp: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,13 @@ $(CLIENT)/node_modules/.package-lock.json: $(CLIENT)/package-lock.json
 
 client-test: $(CLIENT)/node_modules/.package-lock.json tools setup
 	cd $(CLIENT) && npm test && npm run smoke
+	$(MAKE) client-e2e
+
+# A real VS Code: the packaged extension in code-server (installed once from the npm registry
+# into ~/.cache/rag-lsp/, its native modules built with the tools above), driven in headless
+# Chromium against .venv's server. Screenshots and logs: vscode-client/test-results/e2e/.
+client-e2e: $(CLIENT)/node_modules/.package-lock.json tools setup
+	cd $(CLIENT) && npm run package && node e2e/install-code-server.mjs && node e2e/scenario.mjs
 
 client-package: $(CLIENT)/node_modules/.package-lock.json
 	cd $(CLIENT) && npm run package

@@ -30,6 +30,9 @@ const BASE_SETTINGS = {
 
 export const sleep = (ms) => new Promise((done) => setTimeout(done, ms));
 
+/** Thrown by a `waitFor` probe to stop waiting at once (other errors count as "not yet"). */
+export class GiveUp extends Error {}
+
 /** Polls `probe` until it returns something truthy; the error says what was awaited and the last value seen. */
 export async function waitFor(what, probe, { timeout = 15_000, interval = 250 } = {}) {
   const deadline = Date.now() + timeout;
@@ -39,6 +42,7 @@ export async function waitFor(what, probe, { timeout = 15_000, interval = 250 } 
       last = await probe();
       if (last) return last;
     } catch (err) {
+      if (err instanceof GiveUp) throw err;
       last = `error: ${err instanceof Error ? err.message.split("\n")[0] : err}`;
     }
     if (Date.now() > deadline) throw new Error(`timed out after ${timeout / 1000} s waiting for ${what}${last === undefined || last === false || last === null ? "" : ` (last seen: ${JSON.stringify(last)})`}`);
@@ -185,6 +189,7 @@ export class Workbench {
     await item.waitFor({ state: "visible", timeout: 15_000 });
     const checked = await item.evaluate((el) => el.closest(".action-item")?.classList.contains("checked"));
     if (!checked) await item.click();
+    await this.page.mouse.move(700, 5); // away, so the item's hover does not cover the screenshots
   }
 
   /** The pane (a view inside the side bar) whose header names `viewName`. */
@@ -290,7 +295,8 @@ export class Workbench {
   async answerDialog(button, timeout = 10_000) {
     const dialog = this.page.locator(".monaco-dialog-box");
     await dialog.waitFor({ state: "visible", timeout });
-    const text = (await dialog.innerText()).trim();
+    // An extension's modal message lands in the detail line; the workbench's own in the text line.
+    const text = (await dialog.locator(".dialog-message-container").innerText({ timeout })).trim().replace(/\s*\n\s*/g, " ");
     await dialog.locator(".monaco-button", { hasText: new RegExp(`^${escapeRegExp(button)}$`) }).first().click();
     await dialog.waitFor({ state: "hidden", timeout: 5_000 });
     return text;
@@ -300,6 +306,12 @@ export class Workbench {
   async notifications() {
     return this.page.locator(".notifications-toasts .notification-toast").evaluateAll((toasts) =>
       toasts.map((toast) => toast.querySelector(".notification-list-item-message")?.textContent ?? toast.textContent ?? ""));
+  }
+
+  /** Dismisses every notification, so the next one to show is known to be new. */
+  async clearNotifications() {
+    await this.runCommand("Notifications: Clear All Notifications");
+    await waitFor("the notifications to go", async () => (await this.notifications()).length === 0, { timeout: 5_000 });
   }
 
   /** Saves a screenshot of the whole window under outDir; returns its path. */
