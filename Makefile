@@ -1,6 +1,7 @@
 # Two entry points for a fresh machine:
 #   make demo   - set up, install the model (offline), index a workspace and search it
-#   make test   - set up, install the model and the tools (neovim, chromium, strace), run every test
+#   make test   - set up, install the model and the tools (neovim, chromium, strace, code-server's
+#                 build tools), run every test (the last one in a real VS Code: make client-e2e)
 VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin

@@ -148,7 +148,8 @@ async function openRangeFromTree() {
 }
 
 async function checkSelection(first, last, what) {
-  expect(first === EXPECTED.startLine, `${what} should start at line ${EXPECTED.startLine} (${EXPECTED.symbol})`);
+  expect(first === EXPECTED.startLine && last === EXPECTED.endLine,
+    `${what} should cover lines ${EXPECTED.startLine}–${EXPECTED.endLine} (${EXPECTED.symbol}), not ${first}–${last}`);
   await waitFor(`an editor on ${EXPECTED.fileName}`, async () => (await wb.editorTabs()).some((tab) => tab.active && tab.label === EXPECTED.fileName));
   let lines;
   const shown = await waitFor(`lines ${first}–${last} selected`, async () => {
