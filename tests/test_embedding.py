@@ -86,3 +86,25 @@ def test_batches_respect_the_size_and_token_caps(embedder):
         padded = len(batch) * max(lengths[i] for i in batch)
         assert padded <= embedder.max_batch_tokens or len(batch) == 1
     assert max(len(b) for b in batches) > 4 and min(len(b) for b in batches) == 4
+
+
+def test_a_repeated_query_is_embedded_once(embedder, monkeypatch):
+    from rag_lsp.embedding import embedder as module
+
+    runs = []
+    real_run = embedder._run
+
+    def counted(ids, *args, **kwargs):
+        runs.append(ids)
+        return real_run(ids, *args, **kwargs)
+
+    monkeypatch.setattr(embedder, "_run", counted)
+    monkeypatch.setattr(module, "QUERY_CACHE_SIZE", 2)
+    first = embedder.embed_query("where are redirects followed?")
+    again = embedder.embed_query("where are redirects followed?")
+    assert len(runs) == 1 and again is first and not first.flags.writeable
+    assert np.allclose(first, embedder.embed(["where are redirects followed?"])[0], atol=1e-5)
+    embedder.embed_query("a second query")
+    embedder.embed_query("a third query")  # the first is now the least recently used: evicted
+    embedder.embed_query("where are redirects followed?")
+    assert len(runs) == 5  # 3 query runs + 1 batch run + the evicted one again

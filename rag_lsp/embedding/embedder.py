@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -19,6 +20,8 @@ import onnxruntime as ort  # noqa: E402 - after the variable above
 from rag_lsp.embedding.model_files import ModelFiles, find_model, load_manifest, verify_files
 from rag_lsp.embedding.tokenizer import MAX_MODEL_TOKENS, load_tokenizer
 from rag_lsp.errors import ModelIntegrityError
+
+QUERY_CACHE_SIZE = 512  # query vectors kept (1.5 KB each)
 
 DEFAULT_BATCH_SIZE = 32
 # Padded tokens per model call. On a 2-core CPU, calls of ~1k tokens beat larger ones
@@ -60,6 +63,10 @@ class OnnxEmbedder:
         self._session = self._new_session(spinning=True)
         self._query_session: ort.InferenceSession | None = None
         self._query_session_lock = threading.Lock()
+        # Typing in a search box asks the same query again and again (a pause, a backspace):
+        # its vector is kept, most recently used last.
+        self._query_vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._query_vectors_lock = threading.Lock()
         self._input_names = {i.name for i in self._session.get_inputs()}
         self._background_lock = threading.Lock()
         self._background_runs: set[ort.RunOptions] = set()
@@ -143,11 +150,22 @@ class OnnxEmbedder:
     def embed_query(self, text: str) -> np.ndarray:
         """One search query's vector, from a session of its own that does not spin (see
         :meth:`_new_session`) and never waits behind an indexing batch."""
+        with self._query_vectors_lock:
+            known = self._query_vectors.get(text)
+            if known is not None:
+                self._query_vectors.move_to_end(text)
+                return known
         with self._query_session_lock:
             if self._query_session is None:
                 self._query_session = self._new_session(spinning=False)
         ids = self._tokenizer.encode_batch([text])[0].ids
-        return self._run([ids], session=self._query_session)[0]
+        vector = self._run([ids], session=self._query_session)[0]
+        vector.setflags(write=False)  # shared by every search of this text
+        with self._query_vectors_lock:
+            self._query_vectors[text] = vector
+            while len(self._query_vectors) > QUERY_CACHE_SIZE:
+                self._query_vectors.popitem(last=False)
+        return vector
 
     def interrupt_background(self) -> None:
         """Stop the background batches running now (they are retried): a search has come in,

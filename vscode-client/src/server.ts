@@ -174,13 +174,15 @@ export class RagServer implements RagServerApi, vscode.Disposable {
   }
 }
 
-/** vscode-languageclient logs every exit of the server process as an error, even the clean
- * exit (code 0) that ends a stop or restart the user asked for. A crash is still reported:
- * by its code here, and by RagServer when the connection closes unasked. */
+/** vscode-languageclient pops up a notification for each of its own errors: a server that
+ * cannot start gave three ("couldn't create connection", "connection is erroring" twice) on top
+ * of RagServer's one message that says what to fix. Its errors go to the log only; RagServer
+ * explains start failures and crashes. It also logs every exit of the server process as an
+ * error, even the clean exit (code 0) that ends a stop or restart the user asked for. */
 class RagLanguageClient extends LanguageClient {
-  override error(message: string, data?: unknown, showNotification?: boolean | "force"): void {
+  override error(message: string, data?: unknown): void {
     if (message === "Server process exited with code 0.") this.info(message, data, false);
-    else super.error(message, data, showNotification);
+    else super.error(message, data, false);
   }
 }
 

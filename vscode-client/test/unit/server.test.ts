@@ -88,6 +88,7 @@ describe("RagServer", () => {
     expect(server.state).toBe("stopped");
     const ours = fake.state.messages.filter((m) => m.text.startsWith("rag-lsp: could not start"));
     expect(ours).toHaveLength(1);
+    expect(fake.state.messages).toEqual(ours); // [defect 8] not also the language client's own
     expect(ours[0].text).toContain("ragLsp.server.command");
     expect(ours[0].actions).toEqual(["Show log", "Open settings"]);
   });
