@@ -4,7 +4,7 @@ import * as vscode from "vscode";
 import { LanguageClient, ResponseError, State, TransportKind, type ServerOptions, type StaticFeature } from "vscode-languageclient/node";
 import { clientOptions, ReportingErrorHandler } from "./clientOptions";
 import { findExecutable } from "./executable";
-import { brief } from "./notify";
+import { brief, NOTIFICATION_MAX_CHARS } from "./notify";
 import { Notifications, type IndexStatus } from "./protocol";
 import { decideOnCrash, gaveUpMessage } from "./restartPolicy";
 import type { RagServerApi, ServerState } from "./serverApi";
@@ -168,7 +168,9 @@ export class RagServer implements RagServerApi, vscode.Disposable {
       ? "Set ragLsp.server.command to the rag-lsp program (in a checkout: .venv/bin/rag-lsp, after `make demo`)."
       : `Check ${command.source}: the program must exist and have rag-lsp installed.`;
     this.output.error(fix);
-    const choice = await vscode.window.showErrorMessage(brief(`rag-lsp: could not start \`${shown}\`: ${reason}. ${fix}`), "Show log", "Open settings");
+    // The fix is never cut: a long path or reason is (both are whole in the log).
+    const what = brief(`rag-lsp: could not start \`${shown}\`: ${reason}.`, NOTIFICATION_MAX_CHARS - fix.length - 1);
+    const choice = await vscode.window.showErrorMessage(`${what} ${fix}`, "Show log", "Open settings");
     if (choice === "Open settings") await openServerSettings();
     if (choice === "Show log") this.showLog();
   }

@@ -93,6 +93,14 @@ describe("RagServer", () => {
     expect(ours[0].actions).toEqual(["Show log", "Open settings"]);
   });
 
+  it("[defect 8] keeps the fix in a start failure's message however long the command or reason", async () => {
+    fake.state.settings["ragLsp.server.command"] = [`/${"very-long-folder-name/".repeat(20)}rag-lsp`, "serve"];
+    await server.start();
+    const [shown] = fake.state.messages;
+    expect(shown.text.length).toBeLessThanOrEqual(240);
+    expect(shown.text).toMatch(/^rag-lsp: could not start `\/very-long-folder-name.*… Check ragLsp\.server\.command: the program must exist/);
+  });
+
   it("says how to install the server when it is not on PATH", async () => {
     fake.state.settings["ragLsp.server.command"] = [];
     const path = process.env.PATH;
