@@ -63,9 +63,6 @@ export const KNOWLEDGE_PROMPTS = {
   added: (mode) => new RegExp(`added to the ${escape(mode)} knowledge base`),
 };
 
-/** A line the extension logs once its language model tools are registered, if it logs one. */
-export const LM_TOOLS_LOG = /registered language model tools/i;
-
 /** The views the scenario needs that a manifest (package.json) does not contribute. */
 export function missingViews(manifest) {
   const views = Object.values(manifest.contributes?.views ?? {}).flat().map((view) => view.id);

@@ -52,9 +52,11 @@ export async function waitFor(what, probe, { timeout = 15_000, interval = 250 } 
 
 /**
  * Starts code-server with `vsix` installed and `folder` open in Chromium.
- * options: { vsix, folder, settings (user settings.json), outDir (screenshots and logs) }
+ * options: { vsix, folder, settings (user settings.json), outDir (screenshots and logs),
+ *   extraVsix (more extensions to install), env (added to code-server's and so to the
+ *   extension host's environment) }
  */
-export async function startWorkbench({ vsix, folder, settings = {}, outDir }) {
+export async function startWorkbench({ vsix, folder, settings = {}, outDir, extraVsix = [], env = {} }) {
   const dir = codeServerDir();
   if (!existsSync(join(dir, INSTALLED_MARKER))) {
     throw new Error(`code-server is not installed in ${dir}; run \`node e2e/install-code-server.mjs\` first`);
@@ -69,15 +71,17 @@ export async function startWorkbench({ vsix, folder, settings = {}, outDir }) {
   const common = ["--config", join(work, "config.yaml"), "--user-data-dir", userData, "--extensions-dir", extensions];
   const entry = codeServerEntry(dir);
 
-  const install = spawnSync(process.execPath, [entry, ...common, "--install-extension", vsix], { encoding: "utf8" });
-  if (install.status !== 0 || !/successfully installed/.test(install.stdout)) {
-    throw new Error(`installing ${vsix} failed:\n${install.stdout}${install.stderr}`);
+  for (const extension of [vsix, ...extraVsix]) {
+    const install = spawnSync(process.execPath, [entry, ...common, "--install-extension", extension], { encoding: "utf8" });
+    if (install.status !== 0 || !/successfully installed/.test(install.stdout)) {
+      throw new Error(`installing ${extension} failed:\n${install.stdout}${install.stderr}`);
+    }
   }
 
   // Port 0: the kernel picks a free port and code-server prints it.
   const server = spawn(process.execPath, [entry, ...common, "--bind-addr", "127.0.0.1:0", "--auth", "none",
     "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust", "--ignore-last-opened", folder],
-  { detached: true, stdio: ["ignore", "pipe", "pipe"] }); // its own process group, to stop it whole
+  { detached: true, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env } }); // its own process group, to stop it whole
   let output = "";
   const collect = (chunk) => { output += chunk; };
   server.stdout.setEncoding("utf8").on("data", collect);
