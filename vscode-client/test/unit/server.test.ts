@@ -27,7 +27,7 @@ beforeEach(() => {
 afterEach(async () => { await server.stop(); });
 
 describe("RagServer", () => {
-  it("starts the server with the user's settings and forwards rag/indexStatus", async () => {
+  it("[defects 10, 13] starts the server with the user's settings, forwards rag/indexStatus, and takes no $/progress", async () => {
     Object.assign(fake.state.settings, { "ragLsp.topK": 3, "ragLsp.context.reserveTokens": 50 });
     fake.state.defaults["ragLsp.searchMode"] = "hybrid";
     const states: string[] = [];
@@ -123,7 +123,7 @@ describe("RagServer", () => {
     expect(await pid()).toBeGreaterThan(0);
   });
 
-  it("restarts on request, with a fresh process, and logs no error for it", async () => {
+  it("[defect 14] restarts on request, with a fresh process, and logs no error for it", async () => {
     await server.start();
     const before = await pid();
     await server.restart();
@@ -133,7 +133,7 @@ describe("RagServer", () => {
     expect(fake.state.messages).toEqual([]);
   });
 
-  it("opens the server settings where a remote window lists machine settings", async () => {
+  it("[defect 6] opens the server settings where a remote window lists machine settings", async () => {
     const { openServerSettings } = await import("../../src/server");
     await openServerSettings();
     (await import("./vscode-stub")).env.remoteName = "code-server";
