@@ -307,8 +307,9 @@ class Workspace:
             self.root,
             self.settings,
             store,
-            lambda texts, checkpoint: embedder.embed(
-                texts, before_batch=lambda: (checkpoint(), self.priority.wait_turn())),
+            lambda texts, checkpoint, embedded: embedder.embed(
+                texts, before_batch=lambda: (checkpoint(), self.priority.wait_turn()),
+                on_batch=embedded),
             self._counter,
             self.index_dir,
             rechunk=rechunk,
