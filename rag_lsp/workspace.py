@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TypeVar
@@ -49,10 +49,17 @@ from rag_lsp.search.results import MODES, ChunkHit, SearchFilters, SearchRespons
 from rag_lsp.store.lance_store import ChunkStore
 from rag_lsp.store.manifest import MANIFEST_NAME, SCHEMA_VERSION, IndexManifest
 from rag_lsp.store.sql import all_of, quote
+from rag_lsp.store.staging import discard, fresh_staging, settle, swap_in, swap_under_way
 from rag_lsp.store.writer_lock import LockOwner, WriterLock
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+
+# Said with every progress step of a full rebuild made beside the live index.
+REBUILD_NOTE = "searches use the current index until the rebuild is done"
+# A reader that meets another process moving a rebuilt index into place (a few renames)
+# waits this long for it to finish, instead of failing the search.
+SWAP_WAIT_SECONDS = 2.0
 
 
 @dataclass
@@ -74,6 +81,18 @@ class WorkspaceStatus:
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _build_stamp() -> str:
+    # A manifest's created_at tells readers the index was rebuilt; two rebuilds within one
+    # second must differ.
+    return datetime.now(timezone.utc).isoformat(timespec="microseconds")
+
+
+def _with_note(progress: ProgressCallback | None, note: str) -> ProgressCallback | None:
+    if progress is None:
+        return None
+    return lambda event: progress(replace(event, note=note))
 
 
 def load_embedder(
@@ -118,6 +137,7 @@ class Workspace:
         self._store_created_at = ""  # which build of the index _store is (see _read)
         # One writer per index across processes (and across Workspace objects in one).
         self._writer = WriterLock(self.index_dir)
+        self._rebuilding_beside = threading.Event()
         self._closed = threading.Event()
         # Shared with other workspaces of the process: searches go ahead of embedding batches.
         self.priority = priority or SearchFirst()
@@ -179,6 +199,12 @@ class Workspace:
         """True when the model could not be loaded (see :attr:`model_error`)."""
         return self.embedder is None
 
+    @property
+    def rebuilding_beside(self) -> bool:
+        """True while a full rebuild is made beside the live index: searches meanwhile
+        answer from the whole current index, not from what is indexed so far."""
+        return self._rebuilding_beside.is_set()
+
     def _require_model(self) -> OnnxEmbedder:
         if self.embedder is None:
             raise self.model_error or RagLspError("the embedding model is not loaded")
@@ -239,7 +265,7 @@ class Workspace:
             self._drop_tables()  # tables left without a manifest are not trusted
             manifest = IndexManifest(
                 SCHEMA_VERSION, embedder.model_id, embedder.model_sha256, embedder.dimension,
-                _now(), chunking=self._chunking(),
+                _build_stamp(), chunking=self._chunking(),
             )
             manifest.write(self.index_dir)
             self._store = ChunkStore(self.index_dir, embedder.dimension, create=True)
@@ -252,10 +278,10 @@ class Workspace:
                 self.embedder.model_sha256,
                 self.embedder.dimension,
             )
-        if self._store is not None and manifest.created_at != self._store_created_at:
+        if self._store is not None and (manifest.created_at != self._store_created_at
+                                        or self._store.moved()):
             # Another process rebuilt the index since we opened it: those tables are gone.
-            self._store = None
-            self._background = BackgroundCache()
+            self._forget_store()
         if self._store is None:
             # Without the model (lexical search only) the vector width comes from the manifest.
             self._store = ChunkStore(self.index_dir, manifest.dimension, create=False)
@@ -264,9 +290,12 @@ class Workspace:
             self._store.sync()
         return self._store
 
-    def _drop_tables(self) -> None:
+    def _forget_store(self) -> None:
         self._store = None
         self._background = BackgroundCache()
+
+    def _drop_tables(self) -> None:
+        self._forget_store()
         # The manifest goes first: a reader in another process then sees "no index yet" or
         # "being rebuilt", never a manifest whose tables are half deleted.
         (self.index_dir / MANIFEST_NAME).unlink(missing_ok=True)
@@ -292,9 +321,20 @@ class Workspace:
 
         self._writer.acquire(on_wait=on_wait)
         try:
+            self._settle_staging()
             yield
         finally:
             self._writer.release()
+
+    def _settle_staging(self) -> None:
+        """Whatever an interrupted full rebuild left (this process's or another's): a swap
+        cut short is finished, an unfinished build removed. Holding the writer lock."""
+        if swap_under_way(self.index_dir):
+            with self._tables_lock:  # the tables move: no search of this process meanwhile
+                settle(self.index_dir)
+                self._forget_store()
+        else:
+            settle(self.index_dir)  # an unfinished build: nothing searches read
 
     def close(self) -> None:
         """Stop waiting to write (a write under way finishes its batch); the object stays
@@ -316,9 +356,15 @@ class Workspace:
         )
 
     def index(self, *, full: bool = False, progress: ProgressCallback | None = None) -> IndexReport:
-        """Bring the index up to date; ``full`` drops it and rebuilds from scratch. A damaged
-        index is rebuilt by itself (it is derived from the workspace; the knowledge bases
-        beside it are left alone), and the report says why."""
+        """Bring the index up to date; ``full`` rebuilds it from scratch.
+
+        A full rebuild of an index that answers searches is made beside it, and swapped in
+        when complete: until then searches (of every process) use the current index, and an
+        interrupted rebuild leaves it as it was. An index that cannot answer (damaged, of an
+        older format or another model) is dropped and rebuilt in place, so searches see the
+        new one grow. A damaged index is rebuilt by itself (it is derived from the
+        workspace), and the report says why. The knowledge bases beside the index are never
+        touched."""
         self._require_model()
         with self._index_lock, self._writing(progress):
             try:
@@ -332,6 +378,8 @@ class Workspace:
                 return report
 
     def _index_locked(self, full: bool, progress: ProgressCallback | None) -> IndexReport:
+        if full and self._answers_searches():
+            return self._rebuild_beside(progress)
         store = self._open_store(for_writing=True, full=full)
         store.check_readable()  # damage found now is rebuilt; found later it fails searches
         manifest = IndexManifest.read(self.index_dir)
@@ -339,6 +387,44 @@ class Workspace:
         rechunk = manifest is not None and manifest.chunking != self._chunking()
         report = self._indexer(store, rechunk).run(progress)
         self._stamp(chunking=self._chunking())
+        return report
+
+    def _answers_searches(self) -> bool:
+        """True when the live index can answer searches: then a full rebuild is worth
+        making beside it."""
+        try:
+            with self._tables_lock:
+                self._open_store().check_readable()
+        except RagLspError:
+            return False
+        return True
+
+    def _rebuild_beside(self, progress: ProgressCallback | None) -> IndexReport:
+        embedder = self._require_model()
+        staging = fresh_staging(self.index_dir)
+        manifest = IndexManifest(
+            SCHEMA_VERSION, embedder.model_id, embedder.model_sha256, embedder.dimension,
+            _build_stamp(), chunking=self._chunking(),
+        )
+        self._rebuilding_beside.set()
+        try:
+            manifest.write(staging)
+            store = ChunkStore(staging, embedder.dimension, create=True)
+            report = self._indexer(store).run(_with_note(progress, REBUILD_NOTE))
+            manifest.last_indexed_at = _now()
+            manifest.write(staging)
+            if progress is not None:
+                progress(IndexProgress("finish", message="switching to the rebuilt index"))
+            with self._tables_lock:  # no search of this process runs while the tables move
+                self._forget_store()
+                swap_in(self.index_dir)
+        except BaseException:
+            if not swap_under_way(self.index_dir):  # (a swap cut short is finished later)
+                discard(self.index_dir)
+            raise
+        finally:
+            self._rebuilding_beside.clear()
+        log.info("%s: switched to the rebuilt index", self.root)
         return report
 
     def update(self, rel_paths: list[str]) -> IndexReport:
@@ -361,6 +447,7 @@ class Workspace:
             except IndexBusyError:
                 return  # the process writing now compacts after its own run
             try:
+                self._settle_staging()
                 store = self._open_store(for_writing=True)
                 store.ensure_fts_index()
                 store.optimize()
@@ -438,15 +525,30 @@ class Workspace:
             try:
                 return read(self._open_store())
             except (IndexCorruptError, IndexMissingError) as exc:
-                owner = self._writer.holder_elsewhere()
-                if owner is not None:
-                    raise IndexBusyError(
-                        f"the index at {self.index_dir} is being rebuilt by "
-                        f"{owner.describe()}; try again when it has finished") from exc
-                manifest = IndexManifest.read(self.index_dir)
-                if manifest is None or manifest.created_at == self._store_created_at:
-                    raise
-                return read(self._open_store())  # rebuilt meanwhile: reopened
+                failure: RagLspError = exc
+            if self._rebuilt_meanwhile():
+                try:
+                    return read(self._open_store())  # reopened on the new build
+                except (IndexCorruptError, IndexMissingError) as exc:
+                    failure = exc
+            owner = self._writer.holder_elsewhere()
+            if owner is not None:
+                raise IndexBusyError(
+                    f"the index at {self.index_dir} is being rebuilt by "
+                    f"{owner.describe()}; try again when it has finished") from failure
+            raise failure
+
+    def _rebuilt_meanwhile(self) -> bool:
+        """True when the index was replaced since this object opened it. While another
+        process moves a rebuilt index into place (a few renames), wait for it to finish."""
+        deadline = time.monotonic() + SWAP_WAIT_SECONDS
+        while True:
+            manifest = IndexManifest.read(self.index_dir)
+            if manifest is not None and manifest.created_at != self._store_created_at:
+                return True
+            if not swap_under_way(self.index_dir) or time.monotonic() > deadline:
+                return self._store is not None and self._store.moved()
+            time.sleep(0.02)
 
     def _search_index(self, store: ChunkStore) -> SearchIndex:
         return SearchIndex(
