@@ -16,6 +16,8 @@ from typing import Any, BinaryIO
 from lsprotocol import types
 from pygls.protocol import LanguageServerProtocol
 
+log = logging.getLogger(__name__)
+
 
 def claim_stdout() -> BinaryIO:
     """A private stream on the original stdout, for JSON-RPC; fd 1 then goes to stderr."""
@@ -74,3 +76,12 @@ class RagProtocol(LanguageServerProtocol):
         if isinstance(data, dict) and "method" in data and "params" not in data:
             data = {**data, "params": None}
         return super().structure_message(data)
+
+    def handle_message(self, message: Any) -> None:
+        # After `shutdown` only `exit` is served. What the client still sends meanwhile (a
+        # file event, a cancel, the answer to one of our requests) is ignored, as pygls
+        # does, but quietly: pygls warned about each, and a restart looked like a failure.
+        if self._shutdown and getattr(message, "method", "") != types.EXIT:
+            log.debug("after shutdown, ignored: %s", getattr(message, "method", "a response"))
+            return
+        super().handle_message(message)

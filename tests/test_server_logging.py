@@ -1,0 +1,63 @@
+"""What the real server process logs: a stop the client asked for is not reported as a
+failure.
+
+A restart of the server ("shutdown" + "exit" in the middle of an indexing run) used to end
+with tracebacks logged at ERROR level, which the user read as a crash.
+"""
+
+from __future__ import annotations
+
+import re
+
+from tests.conftest import write_files
+from tests.raw_lsp import RawServer
+
+WARNING_OR_ERROR = re.compile(r"\b(WARNING|ERROR|CRITICAL)\b|Traceback")
+PROGRESS = {"window": {"workDoneProgress": True}}  # so runs report $/progress, as in VS Code
+
+
+def _big_folder(root) -> None:
+    """Enough to embed that a run is still going when the client stops the server."""
+    for i in range(40):
+        write_files(root, {f"pkg/module_{i:03}.py": "\n\n".join(
+            f"def step_{i}_{j}(value):\n    \"\"\"Stage {j} of pipeline {i}.\"\"\"\n"
+            f"    return value * {j} + {i}\n" for j in range(80))})
+
+
+def test_a_stop_the_client_asks_for_mid_index_logs_no_warning_or_error(tmp_path):
+    """VS Code's restart: "shutdown", then "exit", with an indexing run under way and the
+    client still sending (a file event) in between."""
+    root = tmp_path / "repo"
+    _big_folder(root)
+    err = tmp_path / "stderr.txt"
+    with err.open("wb") as stderr:
+        server = RawServer(root, {"indexPath": str(tmp_path / "index")}, stderr=stderr,
+                           capabilities=PROGRESS)
+        server.wait_for(lambda n: n["method"] == "$/progress"
+                        and n["params"]["value"]["kind"] == "report")
+        assert "result" in server.request("shutdown", None)
+        server.notify("workspace/didChangeWatchedFiles", {"changes": [
+            {"uri": (root / "pkg" / "module_000.py").as_uri(), "type": 2}]})
+        server.notify("exit", None)
+        returncode = server.process.wait(timeout=30)
+    assert returncode == 0
+    logged = err.read_text()
+    assert not WARNING_OR_ERROR.search(logged), logged
+
+
+def test_closing_stdin_mid_index_logs_no_warning_or_error(tmp_path):
+    """A client that stops the server by closing its stdin (no "shutdown")."""
+    root = tmp_path / "repo"
+    _big_folder(root)
+    err = tmp_path / "stderr.txt"
+    with err.open("wb") as stderr:
+        server = RawServer(root, {"indexPath": str(tmp_path / "index")}, stderr=stderr,
+                           capabilities=PROGRESS)
+        server.wait_for(lambda n: n["method"] == "$/progress"
+                        and n["params"]["value"]["kind"] == "report")
+        server.process.stdin.close()
+        server.process.stdout.close()  # the client has gone: nobody reads any more
+        returncode = server.process.wait(timeout=30)
+    assert returncode == 0
+    logged = err.read_text()
+    assert not WARNING_OR_ERROR.search(logged), logged
