@@ -1,19 +1,70 @@
-"""What the real server process logs: a stop the client asked for is not reported as a
-failure.
+"""What the real server process logs, and where: each line reaches the client once, and a
+stop the client asked for is not reported as a failure.
 
-A restart of the server ("shutdown" + "exit" in the middle of an indexing run) used to end
-with tracebacks logged at ERROR level, which the user read as a crash.
+vscode-languageclient shows both the server's ``window/logMessage`` and its stderr in one
+output channel, so a record sent both ways appeared twice there; and a restart of the
+server ("shutdown" + "exit" in the middle of an indexing run) used to end with tracebacks
+logged at ERROR level, which the user read as a crash.
 """
 
 from __future__ import annotations
 
+import io
+import logging
 import re
 
-from tests.conftest import write_files
+from rag_lsp.server.stdio import ClientLogHandler, NotSentToClient
+from tests.conftest import make_sample_root, write_files
 from tests.raw_lsp import RawServer
 
 WARNING_OR_ERROR = re.compile(r"\b(WARNING|ERROR|CRITICAL)\b|Traceback")
 PROGRESS = {"window": {"workDoneProgress": True}}  # so runs report $/progress, as in VS Code
+
+
+def _log_messages(server: RawServer) -> list[str]:
+    return [n["params"]["message"] for n in server.notifications
+            if n["method"] == "window/logMessage"]
+
+
+def test_a_log_line_reaches_the_client_once_and_not_stderr(tmp_path):
+    root = make_sample_root(tmp_path)
+    err = tmp_path / "stderr.txt"
+    with err.open("wb") as stderr:
+        server = RawServer(root, stderr=stderr)
+        try:
+            server.wait_for_state("ready")
+            summary = server.wait_for(lambda n: n["method"] == "window/logMessage"
+                                      and "files scanned" in n["params"]["message"])
+        finally:
+            server.close()
+    line = summary["params"]["message"]  # "repo: 5 files scanned, 5 indexed, …"
+    assert _log_messages(server).count(line) == 1
+    assert "files scanned" not in err.read_text(), err.read_text()
+    assert server.process.returncode == 0
+
+
+def test_a_record_the_client_cannot_get_stays_on_stderr():
+    """Before the event loop runs (or once the session is over) nothing can be sent: such a
+    record is written to stderr, so it is not lost."""
+    out = io.StringIO()
+    stderr = logging.StreamHandler(out)
+    stderr.addFilter(NotSentToClient())
+    sent: list[str] = []
+    can_send = False
+
+    def send(_kind, message, _record) -> bool:
+        if can_send:
+            sent.append(message)
+        return can_send
+
+    logger = logging.Logger("rag_lsp.test")  # client handler first, as in the server
+    logger.addHandler(ClientLogHandler(send))
+    logger.addHandler(stderr)
+    logger.info("logged before the loop runs")
+    can_send = True
+    logger.info("logged while serving")
+    assert sent == ["logged while serving"]
+    assert out.getvalue() == "logged before the loop runs\n"
 
 
 def _big_folder(root) -> None:
