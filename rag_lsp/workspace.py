@@ -12,12 +12,11 @@ Both the CLI and the language server use this; nothing here knows about either.
 from __future__ import annotations
 
 import logging
-import shutil
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TypeVar
@@ -31,7 +30,6 @@ from rag_lsp.errors import (
     BadInputError,
     IndexBusyError,
     IndexCorruptError,
-    IndexMissingError,
     ModelIntegrityError,
     ModelNotFoundError,
     RagLspError,
@@ -47,12 +45,17 @@ from rag_lsp.search.pipeline import SearchIndex, search_chunks, search_files
 from rag_lsp.search.ranking import RankingWeights
 from rag_lsp.search.results import MODES, ChunkHit, SearchFilters, SearchResponse
 from rag_lsp.store.lance_store import ChunkStore
-from rag_lsp.store.manifest import MANIFEST_NAME, SCHEMA_VERSION, IndexManifest
+from rag_lsp.store.live_index import LiveIndex
+from rag_lsp.store.manifest import SCHEMA_VERSION, IndexManifest
 from rag_lsp.store.sql import all_of, quote
-from rag_lsp.store.writer_lock import LockOwner, WriterLock
+from rag_lsp.store.staging import discard, fresh_staging, swap_under_way
+from rag_lsp.store.writer_lock import LockOwner
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+
+# Said with every progress step of a full rebuild made beside the live index.
+REBUILD_NOTE = "searches use the current index until the rebuild is done"
 
 
 @dataclass
@@ -74,6 +77,12 @@ class WorkspaceStatus:
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _with_note(progress: ProgressCallback | None, note: str) -> ProgressCallback | None:
+    if progress is None:
+        return None
+    return lambda event: progress(replace(event, note=note))
 
 
 def load_embedder(
@@ -111,20 +120,21 @@ class Workspace:
         self.index_dir = settings.index_dir(root)
         self._counter = ModelTokenCounter(embedder.files.tokenizer_path) if embedder else None
         self._index_lock = threading.Lock()
-        # Held while tables are dropped or created, and by each search and status read, so a
-        # full rebuild never deletes files under a running query. Searches are serialised.
-        self._tables_lock = threading.RLock()
-        self._store: ChunkStore | None = None
-        self._store_created_at = ""  # which build of the index _store is (see _read)
-        # One writer per index across processes (and across Workspace objects in one).
-        self._writer = WriterLock(self.index_dir)
+        # The build of the index this object reads, the tables lock every read and every
+        # drop or swap holds (searches are serialised), and the writer lock: one writer per
+        # index across processes (and across Workspace objects in one).
+        self._index = LiveIndex(self.index_dir, root, embedder, model_error)
+        self._writer = self._index.writer
+        self._rebuilding_beside = threading.Event()
         self._closed = threading.Event()
         # Shared with other workspaces of the process: searches go ahead of embedding batches.
         self.priority = priority or SearchFirst()
         if embedder is not None:  # an indexing batch stops the moment a search starts
             self.priority.on_search(embedder.interrupt_background)
         self._knowledge: KnowledgeBase | None = None
-        self._background = BackgroundCache()  # what the index looks like, for calibration
+        # What the index looks like, for calibration; made again for each build's tables.
+        self._background = BackgroundCache()
+        self._background_of: ChunkStore | None = None
 
     @classmethod
     def open(
@@ -179,6 +189,12 @@ class Workspace:
         """True when the model could not be loaded (see :attr:`model_error`)."""
         return self.embedder is None
 
+    @property
+    def rebuilding_beside(self) -> bool:
+        """True while a full rebuild is made beside the live index: searches meanwhile
+        answer from the whole current index, not from what is indexed so far."""
+        return self._rebuilding_beside.is_set()
+
     def _require_model(self) -> OnnxEmbedder:
         if self.embedder is None:
             raise self.model_error or RagLspError("the embedding model is not loaded")
@@ -212,66 +228,7 @@ class Workspace:
     def _open_store(self, *, for_writing: bool = False, full: bool = False) -> ChunkStore:
         """The index's store. Only indexing creates an index (``for_writing``); ``full``
         drops it first. Reading an index that does not exist raises, with the fix."""
-        with self._tables_lock:
-            return self._open_store_locked(for_writing, full)
-
-    def _open_store_locked(self, for_writing: bool, full: bool) -> ChunkStore:
-        if full:
-            self._require_model()
-            self._drop_tables()  # even when the old manifest is unreadable
-            manifest = None
-        else:
-            manifest = IndexManifest.read(self.index_dir)
-            if (for_writing and manifest is not None
-                    and manifest.schema_version != SCHEMA_VERSION):
-                # Chunking or embedded text changed: every chunk must be made again, once.
-                self._require_model()
-                log.info("index at %s has format %s, this rag-lsp writes %s: rebuilding it",
-                         self.index_dir, manifest.schema_version, SCHEMA_VERSION)
-                self._drop_tables()
-                manifest = None
-        if manifest is None:
-            embedder = self._require_model()  # without a model, that is the problem to fix
-            if not for_writing:
-                raise IndexMissingError(
-                    f"there is no index at {self.index_dir} yet. Run `rag-lsp index {self.root}`."
-                )
-            self._drop_tables()  # tables left without a manifest are not trusted
-            manifest = IndexManifest(
-                SCHEMA_VERSION, embedder.model_id, embedder.model_sha256, embedder.dimension,
-                _now(), chunking=self._chunking(),
-            )
-            manifest.write(self.index_dir)
-            self._store = ChunkStore(self.index_dir, embedder.dimension, create=True)
-            self._store_created_at = manifest.created_at
-            return self._store
-        if self.embedder is not None:
-            manifest.check_compatible(
-                self.index_dir,
-                self.embedder.model_id,
-                self.embedder.model_sha256,
-                self.embedder.dimension,
-            )
-        if self._store is not None and manifest.created_at != self._store_created_at:
-            # Another process rebuilt the index since we opened it: those tables are gone.
-            self._store = None
-            self._background = BackgroundCache()
-        if self._store is None:
-            # Without the model (lexical search only) the vector width comes from the manifest.
-            self._store = ChunkStore(self.index_dir, manifest.dimension, create=False)
-            self._store_created_at = manifest.created_at
-        elif for_writing:
-            self._store.sync()
-        return self._store
-
-    def _drop_tables(self) -> None:
-        self._store = None
-        self._background = BackgroundCache()
-        # The manifest goes first: a reader in another process then sees "no index yet" or
-        # "being rebuilt", never a manifest whose tables are half deleted.
-        (self.index_dir / MANIFEST_NAME).unlink(missing_ok=True)
-        for name in ("chunks.lance", "files.lance"):
-            shutil.rmtree(self.index_dir / name, ignore_errors=True)
+        return self._index.store(for_writing=for_writing, full=full, chunking=self._chunking())
 
     @contextmanager
     def _writing(self, progress: ProgressCallback | None = None) -> Iterator[None]:
@@ -292,6 +249,7 @@ class Workspace:
 
         self._writer.acquire(on_wait=on_wait)
         try:
+            self._index.settle()  # what an interrupted rebuild left
             yield
         finally:
             self._writer.release()
@@ -307,17 +265,24 @@ class Workspace:
             self.root,
             self.settings,
             store,
-            lambda texts, checkpoint: embedder.embed(
-                texts, before_batch=lambda: (checkpoint(), self.priority.wait_turn())),
+            lambda texts, checkpoint, embedded: embedder.embed(
+                texts, before_batch=lambda: (checkpoint(), self.priority.wait_turn()),
+                on_batch=embedded),
             self._counter,
             self.index_dir,
             rechunk=rechunk,
         )
 
     def index(self, *, full: bool = False, progress: ProgressCallback | None = None) -> IndexReport:
-        """Bring the index up to date; ``full`` drops it and rebuilds from scratch. A damaged
-        index is rebuilt by itself (it is derived from the workspace; the knowledge bases
-        beside it are left alone), and the report says why."""
+        """Bring the index up to date; ``full`` rebuilds it from scratch.
+
+        A full rebuild of an index that answers searches is made beside it, and swapped in
+        when complete: until then searches (of every process) use the current index, and an
+        interrupted rebuild leaves it as it was. An index that cannot answer (damaged, of an
+        older format or another model) is dropped and rebuilt in place, so searches see the
+        new one grow. A damaged index is rebuilt by itself (it is derived from the
+        workspace), and the report says why. The knowledge bases beside the index are never
+        touched."""
         self._require_model()
         with self._index_lock, self._writing(progress):
             try:
@@ -331,6 +296,8 @@ class Workspace:
                 return report
 
     def _index_locked(self, full: bool, progress: ProgressCallback | None) -> IndexReport:
+        if full and self._index.answers_searches():
+            return self._rebuild_beside(progress)
         store = self._open_store(for_writing=True, full=full)
         store.check_readable()  # damage found now is rebuilt; found later it fails searches
         manifest = IndexManifest.read(self.index_dir)
@@ -338,6 +305,29 @@ class Workspace:
         rechunk = manifest is not None and manifest.chunking != self._chunking()
         report = self._indexer(store, rechunk).run(progress)
         self._stamp(chunking=self._chunking())
+        return report
+
+    def _rebuild_beside(self, progress: ProgressCallback | None) -> IndexReport:
+        embedder = self._require_model()
+        staging = fresh_staging(self.index_dir)
+        manifest = self._index.new_manifest(self._chunking())
+        self._rebuilding_beside.set()
+        try:
+            manifest.write(staging)
+            store = ChunkStore(staging, embedder.dimension, create=True)
+            report = self._indexer(store).run(_with_note(progress, REBUILD_NOTE))
+            manifest.last_indexed_at = _now()
+            manifest.write(staging)
+            if progress is not None:
+                progress(IndexProgress("finish", message="switching to the rebuilt index"))
+            self._index.swap_in()  # no search of this process runs while the tables move
+        except BaseException:
+            if not swap_under_way(self.index_dir):  # (a swap cut short is finished later)
+                discard(self.index_dir)
+            raise
+        finally:
+            self._rebuilding_beside.clear()
+        log.info("%s: switched to the rebuilt index", self.root)
         return report
 
     def update(self, rel_paths: list[str]) -> IndexReport:
@@ -360,6 +350,7 @@ class Workspace:
             except IndexBusyError:
                 return  # the process writing now compacts after its own run
             try:
+                self._index.settle()
                 store = self._open_store(for_writing=True)
                 store.ensure_fts_index()
                 store.optimize()
@@ -430,24 +421,12 @@ class Workspace:
             ))
 
     def _read(self, read: Callable[[ChunkStore], T]) -> T:
-        """``read(store)``, while other processes may be writing the index. If one rebuilt
-        it under us, read the new build; if one is rebuilding it now, say so (retryable)
-        instead of calling the index damaged."""
-        with self._tables_lock:
-            try:
-                return read(self._open_store())
-            except (IndexCorruptError, IndexMissingError) as exc:
-                owner = self._writer.holder_elsewhere()
-                if owner is not None:
-                    raise IndexBusyError(
-                        f"the index at {self.index_dir} is being rebuilt by "
-                        f"{owner.describe()}; try again when it has finished") from exc
-                manifest = IndexManifest.read(self.index_dir)
-                if manifest is None or manifest.created_at == self._store_created_at:
-                    raise
-                return read(self._open_store())  # rebuilt meanwhile: reopened
+        """``read(store)`` on the current build (see :meth:`LiveIndex.read`)."""
+        return self._index.read(read)
 
     def _search_index(self, store: ChunkStore) -> SearchIndex:
+        if store is not self._background_of:  # another build: calibrate on it afresh
+            self._background, self._background_of = BackgroundCache(), store
         return SearchIndex(
             store,
             self.embedder.embed_query if self.embedder else None,

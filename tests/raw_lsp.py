@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,15 +18,18 @@ def frame(message: dict) -> bytes:
 
 
 class RawServer:
-    def __init__(self, root: Path, options: dict | None = None):
+    def __init__(self, root: Path, options: dict | None = None, *, stderr: Any = None,
+                 capabilities: dict | None = None):
         self.process = subprocess.Popen(
             [sys.executable, "-m", "rag_lsp", "serve"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL if stderr is None else stderr,
         )
         self._next_id = 0
         self.notifications: list[dict] = []
         self.request("initialize", {"processId": os.getpid(), "rootUri": root.as_uri(),
-                                    "capabilities": {}, "initializationOptions": options or {}})
+                                    "capabilities": capabilities or {},
+                                    "initializationOptions": options or {}})
         self.notify("initialized", {})
 
     def notify(self, method: str, params: Any) -> None:
@@ -50,9 +54,23 @@ class RawServer:
                 self.notifications.append(message)
 
     def wait_for_state(self, state: str) -> None:
-        while not any(n["method"] == "rag/indexStatus" and n["params"]["state"] == state
-                      for n in self.notifications):
-            self.notifications.append(self._read())
+        self.wait_for(lambda n: n["method"] == "rag/indexStatus"
+                      and n["params"]["state"] == state)
+
+    def wait_for(self, wanted: Callable[[dict], bool]) -> dict:
+        """The first notification (received so far or next) for which ``wanted`` is true;
+        requests from the server meanwhile are answered with ``null``."""
+        while True:
+            for notification in self.notifications:
+                if wanted(notification):
+                    return notification
+            message = self._read()
+            if "method" in message and "id" in message:
+                self.process.stdin.write(frame({"jsonrpc": "2.0", "id": message["id"],
+                                                "result": None}))
+                self.process.stdin.flush()
+            elif "method" in message:
+                self.notifications.append(message)
 
     def _read(self) -> dict:
         length = None

@@ -23,12 +23,14 @@ def test_kill_9_at_several_points_of_indexing_then_a_run_converges(tmp_path):
     index_dir = root / ".rag-lsp"
     killed = 0
     # Each run is killed once it has committed some writes (k new table versions), so the
-    # kill lands mid-run however fast the machine; one run is a --full rebuild.
+    # kill lands mid-run however fast the machine; one run is a --full rebuild, which
+    # writes beside the index (the next run removes what it leaves).
     for commits, extra in ((1, ()), (2, ()), (1, ("--full",)), (3, ())):
-        before = _versions(index_dir) if not extra else 0
+        written = index_dir / "rebuild" if extra else index_dir
+        before = _versions(written)
         run = _rag_index(root, *extra)
         deadline = time.monotonic() + 120
-        while _versions(index_dir) < before + commits and run.poll() is None:
+        while _versions(written) < before + commits and run.poll() is None:
             assert time.monotonic() < deadline
             time.sleep(0.05)
         run.send_signal(signal.SIGKILL)
@@ -41,6 +43,7 @@ def test_kill_9_at_several_points_of_indexing_then_a_run_converges(tmp_path):
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     _assert_no_duplicates(root / ".rag-lsp")
+    assert not (index_dir / "rebuild").exists()
     assert len(_table_rows(root / ".rag-lsp", "chunks", "id")) == report["chunks_total"]
     indexed = set(_table_rows(root / ".rag-lsp", "files", "path"))
     on_disk = {p.relative_to(root).as_posix() for p in root.rglob("*.py")} | {

@@ -209,6 +209,11 @@ def test_neovim_client_searches_and_sees_new_files(tmp_path, model_files):
     assert watch["rank"] == 1, explain(f"{NEW_PATH} found, but not first")
     assert watch["elapsed_ms"] <= WATCH_TIMEOUT_MS, explain("new file found too late")
 
+    # The server's log lines come as window/logMessage (not also on stderr, which Neovim
+    # writes to its log as errors): the run's summary among them.
+    logged = [m["params"]["message"] for m in report["messages"] if m["kind"] == "log"]
+    assert any("files scanned" in line for line in logged), explain("no log message")
+
     shutdown = _step(report, "shutdown")
     assert shutdown["exit"]["code"] == 0, explain("server exit code after shutdown/exit")
 

@@ -234,13 +234,20 @@ async def test_status_describes_folders_and_model(client, repo):
     assert status["degradedReason"] is None
 
 
-async def test_search_during_indexing_is_partial(client):
+async def test_a_full_rebuild_answers_from_the_current_index_until_it_is_done(client):
+    """The client's "Rebuild index": the new index is made beside the current one, which
+    keeps answering (whole, so not partial) and the status says so."""
     mark = len(client.recorder.statuses)
     started = plain(await client.protocol.send_request_async(RAG_REINDEX, {"full": True}))
     assert len(started["started"]) == 1
     during = await search(client, "password hashing", mode="lexical")
-    assert during["partial"] is True
+    assert during["partial"] is False  # (searches during a first index are: see watching)
+    assert during["results"][0]["path"] == "src/auth/passwords.py"
     await client.recorder.wait_for_state("ready", after=mark)
+    messages = [s["message"] for s in client.recorder.statuses[mark:]
+                if s["state"] == "indexing"]
+    assert any("searches use the current index until the rebuild is done" in m
+               for m in messages), messages
     after = await search(client, "password hashing")
     assert after["partial"] is False
     assert after["results"][0]["path"] == "src/auth/passwords.py"

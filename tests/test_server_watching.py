@@ -131,6 +131,8 @@ async def test_cancelling_the_progress_stops_an_indexing_run(nvim_like, folders)
     async def progressing():  # cancel mid-run: a cancelled run stops within one batch
         return percentages()
     await wait_until(progressing, timeout=60, what="a status with the run's percentage")
+    during = await search(nvim_like, "stage of pipeline", mode="lexical")
+    assert during["partial"] is True  # a first index: results come from what it has so far
     nvim_like.window_work_done_progress_cancel(types.WorkDoneProgressCancelParams(token=token))
 
     async def ended():

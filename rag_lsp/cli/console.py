@@ -7,7 +7,7 @@ import threading
 from collections.abc import Iterator
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 
 from rag_lsp.indexing.progress import IndexProgress
 
@@ -29,20 +29,21 @@ def delayed_spinner(message: str, delay: float = 0.5) -> Iterator[None]:
 
 
 class IndexProgressBar:
-    """Renders :class:`IndexProgress` callbacks as one bar (files) with a chunk counter."""
+    """Renders :class:`IndexProgress` callbacks as one bar: the run's share done (by the work
+    its files need, see :meth:`IndexProgress.percentage`), then what it has done so far."""
 
     def __init__(self, enabled: bool = True):
         self._progress = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("files · {task.fields[chunks]} chunks embedded"),
+            TaskProgressColumn(),
+            TextColumn("{task.fields[detail]}"),
             TimeElapsedColumn(),
             console=err,
             transient=True,
             disable=not enabled or not err.is_terminal,
         )
-        self._task = self._progress.add_task("scanning", total=None, chunks=0)
+        self._task = self._progress.add_task("scanning", total=None, detail="")
         self._waited = False
 
     def __enter__(self) -> IndexProgressBar:
@@ -62,7 +63,7 @@ class IndexProgressBar:
         self._progress.update(
             self._task,
             description=description.get(event.phase, event.phase),
-            completed=event.files_done,
-            total=event.files_total or None,
-            chunks=event.chunks_embedded,
+            completed=event.percentage(),
+            total=100 if event.phase in ("index", "finish") else None,
+            detail=event.describe() if event.phase == "index" else event.note,
         )

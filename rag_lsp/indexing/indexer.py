@@ -50,12 +50,51 @@ OPTIMIZE_EVERY_BATCHES = 4
 # Skip reason for code whose lines average over 400 characters (a bundle, one-line data).
 MINIFIED = "minified"
 
+# Share of a changed file's progress weight credited once it is read and chunked; the rest
+# follows its chunks through the model. Chunking took about a tenth of a first index of
+# rag_lsp's own sources, embedding nearly all the rest.
+PREPARE_SHARE = 0.1
+
+# embed(texts, checkpoint, embedded): checkpoint() runs before each model call, so a
+# cancelled run (its progress callback raises) stops within one batch, not one write batch;
+# embedded(n) after each, with the number of texts it embedded.
+Embed = Callable[[list[str], Callable[[], None], Callable[[int], None]], np.ndarray]
+
 
 @dataclass
 class _Pending:
     record: FileRecord
     chunks: list[Chunk]
     language: str
+    weight: int  # its share of the run's work (see _Meter)
+
+
+def _weight(scanned: ScannedFile) -> int:
+    """A changed file's share of the work: its bytes (an empty file still takes a step)."""
+    return max(1, scanned.size)
+
+
+class _Meter:
+    """The run's progress by work done: bytes of the files that need work, credited as
+    they are chunked and embedded; only ever grows. Unchanged files weigh nothing, so a run
+    with little to do is not at 99% before its one big file is embedded."""
+
+    def __init__(self, notify: ProgressCallback, report: IndexReport, files_total: int,
+                 work_total: int):
+        self._notify = notify
+        self._report = report
+        self.files_total = files_total
+        self.work_total = work_total
+        self.files_done = 0
+        self.work_done = 0.0
+
+    def credit(self, amount: float) -> None:
+        self.work_done = min(self.work_total, self.work_done + max(0.0, amount))
+
+    def notify(self) -> None:
+        self._notify(IndexProgress(
+            "index", self.files_done, self.files_total, self._report.chunks_embedded,
+            work_done=self.work_done, work_total=self.work_total))
 
 
 class _ChunkIds:
@@ -77,6 +116,11 @@ class _ChunkIds:
         return chunk_id
 
 
+def _same_stat(known: dict[str, FileRecord], scanned: ScannedFile) -> bool:
+    old = known.get(scanned.path)
+    return old is not None and old.size == scanned.size and old.mtime_ns == scanned.mtime_ns
+
+
 class Indexer:
     """Keeps one workspace's :class:`ChunkStore` in step with its files."""
 
@@ -85,9 +129,7 @@ class Indexer:
         root: Path,
         settings: Settings,
         store: ChunkStore,
-        # embed(texts, checkpoint): checkpoint() runs before each model call, so a cancelled
-        # run (its progress callback raises) stops within one batch, not one write batch.
-        embed: Callable[[list[str], Callable[[], None]], np.ndarray],
+        embed: Embed,
         counter: ModelTokenCounter,
         index_dir: Path,
         *,
@@ -175,22 +217,26 @@ class Indexer:
         pending_chunks = 0
         unchanged: list[FileRecord] = []
         total = len(files)
+        to_check = {f.path for f in files if self.rechunk or not _same_stat(known, f)}
+        meter = _Meter(notify, report, total,
+                       sum(_weight(f) for f in files if f.path in to_check))
         for done, scanned in enumerate(files, start=1):
-            old = known.get(scanned.path)
-            same_stat = old and old.size == scanned.size and old.mtime_ns == scanned.mtime_ns
-            if same_stat and not self.rechunk:
+            if scanned.path not in to_check:
                 report.files_unchanged += 1
             else:
-                item = self._prepare(scanned, old, report, unchanged)
-                if item is not None:
+                item = self._prepare(scanned, known.get(scanned.path), report, unchanged)
+                if item is None:  # skipped, or the same bytes: nothing more to do
+                    meter.credit(_weight(scanned))
+                else:
+                    meter.credit(item.weight * PREPARE_SHARE)
                     pending.append(item)
                     pending_chunks += len(item.chunks)
+            meter.files_done = done
             if pending_chunks >= WRITE_BATCH_CHUNKS or (done == total and pending):
-                progress = IndexProgress("index", done, total, report.chunks_embedded)
-                self._write(pending, report, lambda p=progress: notify(p))
+                self._write(pending, report, meter)
                 pending, pending_chunks = [], 0
             if done % 25 == 0 or done == total:
-                notify(IndexProgress("index", done, total, report.chunks_embedded))
+                meter.notify()
         if unchanged:
             self.store.touch_files(unchanged)
 
@@ -225,20 +271,29 @@ class Indexer:
         record = FileRecord(scanned.path, scanned.size, scanned.mtime_ns, content.sha256,
                             len(chunks))
         report.files_indexed += 1
-        return _Pending(record, chunks, language)
+        return _Pending(record, chunks, language, _weight(scanned))
 
-    def _write(self, pending: list[_Pending], report: IndexReport,
-               checkpoint: Callable[[], None]) -> None:
+    def _write(self, pending: list[_Pending], report: IndexReport, meter: _Meter) -> None:
         embed_texts = [c.embed_text for item in pending for c in item.chunks]
         hashes = [hashlib.sha256(t.encode("utf-8")).hexdigest() for t in embed_texts]
         stored = self.store.stored_for_hashes(hashes)
         missing = sorted({h for h in hashes if h not in stored})
+        # What is left of these files' weight, credited chunk by chunk as the model goes.
+        rest = sum(item.weight for item in pending) * (1 - PREPARE_SHARE)
+        credited = 0.0
         fresh: dict[str, np.ndarray] = {}
         if missing:
             text_of = dict(zip(hashes, embed_texts, strict=True))
             texts = [text_of[h] for h in missing]
-            fresh = dict(zip(missing, self._embed(texts, checkpoint), strict=True))
-        report.chunks_embedded += len(missing)
+
+            def embedded(count: int) -> None:
+                nonlocal credited
+                report.chunks_embedded += count
+                share = rest * count / len(missing)
+                credited += share
+                meter.credit(share)
+
+            fresh = dict(zip(missing, self._embed(texts, meter.notify, embedded), strict=True))
         report.chunks_reused += len(hashes) - len(missing)
         rows: list[dict] = []
         position = 0
@@ -270,6 +325,7 @@ class Indexer:
                 )
         self.store.replace_files([item.record for item in pending], rows)
         report.chunks_written += len(rows)
+        meter.credit(rest - credited)  # all reused, or float rounding: the batch is done
         self._batches_written += 1
         # Build the full-text index with the first batch, so lexical search works while
         # the rest is indexed (later rows are searched unindexed until optimize folds them in).

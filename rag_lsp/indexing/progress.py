@@ -12,27 +12,42 @@ from dataclasses import dataclass, field
 
 @dataclass
 class IndexProgress:
-    """Where an indexing run is; handed to the progress callback after each step."""
+    """Where an indexing run is; handed to the progress callback after each step.
+
+    ``work_done`` / ``work_total`` measure the run by the bytes of the files that need work
+    (their size or mtime changed): an unchanged file costs nothing and counts as done at
+    once, and a changed file's bytes are credited as its chunks go through the model, so
+    the share moves with the time the run really takes, not with a count of files.
+    """
 
     phase: str  # "wait" (for another writer) | "scan" | "index" | "finish"
     files_done: int = 0
     files_total: int = 0
     chunks_embedded: int = 0
     message: str = ""
+    work_done: float = 0.0
+    work_total: int = 0
+    note: str = ""  # said with every step (e.g. that searches use the current index)
 
     def percentage(self) -> int:
         """Share of the run done, 0..99 (100 is for a finished run)."""
         if self.phase == "finish":
             return 99
+        if self.phase != "index":
+            return 0
+        if self.work_total:
+            return min(99, int(100 * self.work_done / self.work_total))
         if not self.files_total:
             return 0
-        return min(99, int(100 * self.files_done / self.files_total))
+        return min(99, int(100 * self.files_done / self.files_total))  # nothing to embed
 
     def describe(self) -> str:
         if self.phase == "index":
-            return (f"{self.files_done}/{self.files_total} files, "
-                    f"{self.chunks_embedded} chunks embedded")
-        return self.message or self.phase
+            text = (f"{self.files_done:,} of {self.files_total:,} files, "
+                    f"{self.chunks_embedded:,} chunks embedded")
+        else:
+            text = self.message or self.phase
+        return f"{text}; {self.note}" if self.note else text
 
 
 @dataclass

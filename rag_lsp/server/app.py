@@ -239,9 +239,10 @@ class RagServer(LanguageServer):
     def show_error(self, message: str) -> None:
         self.show(types.MessageType.Error, message)
 
-    def post(self, callback: Callable[[], None]) -> None:
-        """Run ``callback`` on the event loop (the only thread that writes to the client)."""
-        if self._loop is not None and not self._loop.is_closed():
+    def post(self, callback: Callable[[], None]) -> bool:
+        """Run ``callback`` on the event loop, the one writer to the client; False if none runs."""
+        if running := self._loop is not None and not self._loop.is_closed():
             self._loop.call_soon_threadsafe(callback)
+        return running
 
 

@@ -31,6 +31,9 @@ class FolderJobs:
         self.run: asyncio.Task | None = None
         self.cancel = threading.Event()
         self.rerun = False  # another (incremental) run was asked for during this one
+        # The run is a full rebuild made beside the index, which keeps answering whole:
+        # guessed when it is asked for, then what the engine says once it has decided.
+        self.beside = False
         # File events waiting to be applied (folder-relative paths), coalesced.
         self.pending: set[str] = set()
         self.rescan = False  # an ignore file changed: the next batch rescans the folder

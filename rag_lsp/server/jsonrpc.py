@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from typing import Any, BinaryIO
+
+log = logging.getLogger(__name__)
 
 PARSE_ERROR, INVALID_REQUEST = -32700, -32600
 
@@ -15,22 +18,49 @@ def encode_frame(message: dict) -> bytes:
 
 
 class LockedWire:
-    """stdout shared by pygls and the guard: each message is written whole, under a lock."""
+    """stdout shared by pygls and the guard: each message is written whole, under a lock.
+
+    Once the session is over — the client sent ``exit`` (pygls closes the wire) or stopped
+    reading (a broken pipe) — messages still on their way (the end of a run's progress, a
+    log line) are dropped: nobody is there to read them, and reporting each as a failed
+    send made a stop the client asked for look like a crash.
+    """
 
     def __init__(self, stream: BinaryIO):
         self._stream = stream
         self._lock = threading.Lock()
+        self._closed = False
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     def write(self, data: bytes) -> None:
         with self._lock:
-            self._stream.write(data)
-            self._stream.flush()
+            if self._closed:
+                log.debug("session over: %d bytes not sent", len(data))
+                return
+            try:
+                self._stream.write(data)
+                self._stream.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                self._closed = True
+                log.debug("the client stopped reading: %d bytes not sent", len(data))
+                self._close_quietly()
 
     def flush(self) -> None:  # every write is flushed already
         pass
 
     def close(self) -> None:
-        self._stream.close()
+        with self._lock:
+            self._closed = True
+            self._close_quietly()
+
+    def _close_quietly(self) -> None:
+        try:
+            self._stream.close()
+        except OSError:
+            pass  # buffered bytes for a client that has gone; the stream is closed anyway
 
 
 class FrameProblem(Exception):

@@ -11,7 +11,7 @@ from rag_lsp.server.app import RagServer
 from rag_lsp.server.features import context, indexing, knowledge, lifecycle, search, watching
 from rag_lsp.server.framing import FrameGuard
 from rag_lsp.server.jsonrpc import LockedWire, encode_frame
-from rag_lsp.server.stdio import ClientLogHandler, claim_stdout, configure_logging
+from rag_lsp.server.stdio import ClientLogHandler, claim_stdout, configure_logging, unsent
 
 
 def build_server() -> RagServer:
@@ -24,15 +24,21 @@ def build_server() -> RagServer:
 def serve_stdio(log_level: str = "info") -> None:
     """Serve JSON-RPC on stdin/stdout until the client exits."""
     wire = claim_stdout()
-    configure_logging(log_level)
+    stderr = configure_logging(log_level)
     server = build_server()
+    out = LockedWire(wire)
 
-    def to_client(kind: types.MessageType, message: str) -> None:
-        server.post(lambda: server.window_log_message(
-            types.LogMessageParams(type=kind, message=message)))
+    def to_client(kind: types.MessageType, message: str, record: logging.LogRecord) -> bool:
+        """Queue ``message`` for the client; False if it cannot go (then stderr has it)."""
+        def send() -> None:
+            if out.closed:  # the session ended while it waited: keep it on stderr
+                stderr.handle(unsent(record))
+                return
+            server.window_log_message(types.LogMessageParams(type=kind, message=message))
+
+        return not out.closed and server.post(send)
 
     logging.getLogger("rag_lsp").addHandler(ClientLogHandler(to_client))
-    out = LockedWire(wire)
     stdin = FrameGuard(sys.stdin.buffer, lambda error: out.write(encode_frame(error)))
     try:
         server.start_io(stdin=stdin, stdout=out)

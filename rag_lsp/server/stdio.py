@@ -16,6 +16,8 @@ from typing import Any, BinaryIO
 from lsprotocol import types
 from pygls.protocol import LanguageServerProtocol
 
+log = logging.getLogger(__name__)
+
 
 def claim_stdout() -> BinaryIO:
     """A private stream on the original stdout, for JSON-RPC; fd 1 then goes to stderr."""
@@ -34,13 +36,21 @@ _LEVELS = {
 }
 
 
+# Set on a record the client handler has passed on; the stderr handler skips such records.
+_SENT = "rag_lsp_sent_to_client"
+
+
 class ClientLogHandler(logging.Handler):
     """Forwards rag-lsp's log records to the client's log (``window/logMessage``).
 
-    pygls's own records are not forwarded: sending a message logs, which would loop.
+    A record handed on is marked, and :class:`NotSentToClient` keeps it off stderr:
+    vscode-languageclient shows the server's stderr in the same output channel as its log
+    messages, so every line appeared twice. ``send`` returns False when it cannot send
+    (the event loop is not running yet, or the session is over); the record then stays on
+    stderr. pygls's own records are not forwarded: sending a message logs, which would loop.
     """
 
-    def __init__(self, send: Callable[[types.MessageType, str], None]):
+    def __init__(self, send: Callable[[types.MessageType, str, logging.LogRecord], bool]):
         super().__init__(logging.INFO)
         self._send = send
 
@@ -49,21 +59,36 @@ class ClientLogHandler(logging.Handler):
             return
         try:
             kind = next(v for k, v in _LEVELS.items() if record.levelno >= k)
-            self._send(kind, self.format(record))
+            if self._send(kind, self.format(record), record):
+                setattr(record, _SENT, True)
         except Exception:  # never let logging take the server down
             self.handleError(record)
 
 
-def configure_logging(level: str) -> None:
-    """Everything to stderr; the client handler is added once the server exists."""
-    logging.basicConfig(
-        stream=sys.stderr,
-        level=getattr(logging, level.upper(), logging.INFO),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+class NotSentToClient(logging.Filter):
+    """On the stderr handler: records the client already has are not written again."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not getattr(record, _SENT, False)
+
+
+def unsent(record: logging.LogRecord) -> logging.LogRecord:
+    """``record`` as not sent after all (the session ended before it went out)."""
+    setattr(record, _SENT, False)
+    return record
+
+
+def configure_logging(level: str) -> logging.Handler:
+    """Everything to stderr, except what the client handler (added once the server exists)
+    sends to the client. Returns the stderr handler."""
+    stderr = logging.StreamHandler(sys.stderr)
+    stderr.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    stderr.addFilter(NotSentToClient())
+    logging.basicConfig(level=getattr(logging, level.upper(), logging.INFO), handlers=[stderr])
     # pygls logs every message at debug/info; keep its chatter out unless asked for.
     if level.upper() != "DEBUG":
         logging.getLogger("pygls").setLevel(logging.WARNING)
+    return stderr
 
 
 class RagProtocol(LanguageServerProtocol):
@@ -74,3 +99,12 @@ class RagProtocol(LanguageServerProtocol):
         if isinstance(data, dict) and "method" in data and "params" not in data:
             data = {**data, "params": None}
         return super().structure_message(data)
+
+    def handle_message(self, message: Any) -> None:
+        # After `shutdown` only `exit` is served. What the client still sends meanwhile (a
+        # file event, a cancel, the answer to one of our requests) is ignored, as pygls
+        # does, but quietly: pygls warned about each, and a restart looked like a failure.
+        if self._shutdown and getattr(message, "method", "") != types.EXIT:
+            log.debug("after shutdown, ignored: %s", getattr(message, "method", "a response"))
+            return
+        super().handle_message(message)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -117,6 +118,14 @@ def _reports_damage(method: Callable) -> Callable:
     return wrapper
 
 
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
+
+
 def _batches(values: Sequence[str], size: int = _IN_BATCH) -> Iterable[Sequence[str]]:
     for start in range(0, len(values), size):
         yield values[start : start + size]
@@ -152,10 +161,20 @@ class ChunkStore:
                 )
             self._fts_ready = self._has_fts_index()
             self._vectors = VectorCache(self._load_vectors)
+            self._folder = _identity(self._chunks_dir())
         except (OSError, ValueError, RuntimeError) as exc:
             raise IndexCorruptError(
                 f"the index at {index_dir} cannot be opened ({exc}). {REBUILD_HINT}"
             ) from exc
+
+    def _chunks_dir(self) -> Path:
+        return self.index_dir / f"{CHUNKS}.lance"
+
+    def moved(self) -> bool:
+        """True once the chunks table's folder is not the one this object opened: a rebuild
+        was swapped in (see :mod:`rag_lsp.store.staging`), and these handles now lead to
+        other tables whose versions and row ids mean nothing to this object."""
+        return _identity(self._chunks_dir()) != self._folder
 
     def _has_fts_index(self) -> bool:
         indexed = {tuple(i.columns) for i in self._chunks.list_indices() if i.index_type == "FTS"}
@@ -209,6 +228,8 @@ class ChunkStore:
         return VectorMatrix.from_table(version, table, self.dim)
 
     def _vectors_in_memory(self) -> VectorMatrix | None:
+        if self.moved():  # the matrix's row ids belong to the tables swapped out
+            return None
         try:
             return self._vectors.current(self._chunks.version)
         except (OSError, RuntimeError):

@@ -64,6 +64,7 @@ class IndexingService:
                 return True
             jobs.cancel.set()  # a full rebuild replaces the current run
         previous = jobs.run
+        jobs.beside = full and folder.workspace.has_index()
         jobs.run = jobs.start(self._run(folder, full, previous))
         return True
 
@@ -110,6 +111,7 @@ class IndexingService:
         finally:
             work.end(message or "done")
             folder.percentage = None
+            jobs.beside = False
         if folder.closed:
             return
         await self.refresh_counts(folder)
@@ -120,6 +122,8 @@ class IndexingService:
             self.schedule_flush(folder, delay=0)
 
     def _on_progress(self, folder: FolderIndex, work: WorkDone, progress: IndexProgress) -> None:
+        if progress.phase != "wait":  # the engine has decided how to run it
+            folder.jobs.beside = folder.workspace.rebuilding_beside
         folder.percentage = progress.percentage()
         folder.message = progress.describe()
         if work.report(progress):  # throttled: status at the pace of $/progress

@@ -118,7 +118,9 @@ async def search(server: ServerState, args: dict) -> dict:
     return {
         "results": [wire_result(f, r) for f, r in results[:top_k]],
         "tookMs": round((time.perf_counter() - started) * 1000, 2),
-        "partial": not server.started or any(f.running for f in folders),
+        # A full rebuild made beside the index leaves the whole current index answering.
+        "partial": not server.started or any(f.running and not f.jobs.beside
+                                             for f in folders),
         "mode": mode,
         "warnings": warnings,
     }

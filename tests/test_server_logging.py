@@ -1,0 +1,114 @@
+"""What the real server process logs, and where: each line reaches the client once, and a
+stop the client asked for is not reported as a failure.
+
+vscode-languageclient shows both the server's ``window/logMessage`` and its stderr in one
+output channel, so a record sent both ways appeared twice there; and a restart of the
+server ("shutdown" + "exit" in the middle of an indexing run) used to end with tracebacks
+logged at ERROR level, which the user read as a crash.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import re
+
+from rag_lsp.server.stdio import ClientLogHandler, NotSentToClient
+from tests.conftest import make_sample_root, write_files
+from tests.raw_lsp import RawServer
+
+WARNING_OR_ERROR = re.compile(r"\b(WARNING|ERROR|CRITICAL)\b|Traceback")
+PROGRESS = {"window": {"workDoneProgress": True}}  # so runs report $/progress, as in VS Code
+
+
+def _log_messages(server: RawServer) -> list[str]:
+    return [n["params"]["message"] for n in server.notifications
+            if n["method"] == "window/logMessage"]
+
+
+def test_a_log_line_reaches_the_client_once_and_not_stderr(tmp_path):
+    root = make_sample_root(tmp_path)
+    err = tmp_path / "stderr.txt"
+    with err.open("wb") as stderr:
+        server = RawServer(root, stderr=stderr)
+        try:
+            server.wait_for_state("ready")
+            summary = server.wait_for(lambda n: n["method"] == "window/logMessage"
+                                      and "files scanned" in n["params"]["message"])
+        finally:
+            server.close()
+    line = summary["params"]["message"]  # "repo: 5 files scanned, 5 indexed, …"
+    assert _log_messages(server).count(line) == 1
+    assert "files scanned" not in err.read_text(), err.read_text()
+    assert server.process.returncode == 0
+
+
+def test_a_record_the_client_cannot_get_stays_on_stderr():
+    """Before the event loop runs (or once the session is over) nothing can be sent: such a
+    record is written to stderr, so it is not lost."""
+    out = io.StringIO()
+    stderr = logging.StreamHandler(out)
+    stderr.addFilter(NotSentToClient())
+    sent: list[str] = []
+    can_send = False
+
+    def send(_kind, message, _record) -> bool:
+        if can_send:
+            sent.append(message)
+        return can_send
+
+    logger = logging.Logger("rag_lsp.test")  # client handler first, as in the server
+    logger.addHandler(ClientLogHandler(send))
+    logger.addHandler(stderr)
+    logger.info("logged before the loop runs")
+    can_send = True
+    logger.info("logged while serving")
+    assert sent == ["logged while serving"]
+    assert out.getvalue() == "logged before the loop runs\n"
+
+
+def _big_folder(root) -> None:
+    """Enough to embed that a run is still going when the client stops the server."""
+    for i in range(40):
+        write_files(root, {f"pkg/module_{i:03}.py": "\n\n".join(
+            f"def step_{i}_{j}(value):\n    \"\"\"Stage {j} of pipeline {i}.\"\"\"\n"
+            f"    return value * {j} + {i}\n" for j in range(80))})
+
+
+def test_a_stop_the_client_asks_for_mid_index_logs_no_warning_or_error(tmp_path):
+    """VS Code's restart: "shutdown", then "exit", with an indexing run under way and the
+    client still sending (a file event) in between."""
+    root = tmp_path / "repo"
+    _big_folder(root)
+    err = tmp_path / "stderr.txt"
+    with err.open("wb") as stderr:
+        server = RawServer(root, {"indexPath": str(tmp_path / "index")}, stderr=stderr,
+                           capabilities=PROGRESS)
+        server.wait_for(lambda n: n["method"] == "$/progress"
+                        and n["params"]["value"]["kind"] == "report")
+        assert "result" in server.request("shutdown", None)
+        server.notify("workspace/didChangeWatchedFiles", {"changes": [
+            {"uri": (root / "pkg" / "module_000.py").as_uri(), "type": 2}]})
+        server.notify("exit", None)
+        returncode = server.process.wait(timeout=30)
+    assert returncode == 0
+    logged = err.read_text()
+    assert not WARNING_OR_ERROR.search(logged), logged
+
+
+def test_closing_stdin_mid_index_logs_no_warning_or_error(tmp_path):
+    """A client that stops the server by closing its stdin (no "shutdown")."""
+    root = tmp_path / "repo"
+    _big_folder(root)
+    err = tmp_path / "stderr.txt"
+    with err.open("wb") as stderr:
+        server = RawServer(root, {"indexPath": str(tmp_path / "index")}, stderr=stderr,
+                           capabilities=PROGRESS)
+        server.wait_for(lambda n: n["method"] == "$/progress"
+                        and n["params"]["value"]["kind"] == "report")
+        server.process.stdin.close()
+        server.process.stdout.close()  # the client has gone: nobody reads any more
+        returncode = server.process.wait(timeout=30)
+    assert returncode == 0
+    logged = err.read_text()
+    assert not WARNING_OR_ERROR.search(logged), logged
