@@ -41,6 +41,8 @@ log = logging.getLogger(__name__)
 # Chunks gathered before one embed + write round: large enough to batch well, small enough
 # that search sees progress often and a crash loses little.
 WRITE_BATCH_CHUNKS = 512
+# Renamed or deleted paths dropped in the same commit as the next write (at most one `in` batch).
+REMOVALS_WITH_WRITE = 100
 # During a long run, fold new rows into the full-text index and compact every this many
 # batches: searches meanwhile scan unindexed rows and small fragments, which grows their
 # latency with every batch (bench/server_latency.py, search during a re-index).
@@ -144,6 +146,8 @@ class Indexer:
         self._counter = counter
         self._index_dir = index_dir
         self._batches_written = 0
+        # Paths to drop in the next write's commit (a rename's old name), see update_paths.
+        self._removals: list[str] = []
         self._options = ChunkOptions(
             max_tokens=settings.chunk_tokens,
             window_tokens=settings.chunk_tokens,
@@ -196,10 +200,16 @@ class Indexer:
             elif verdict == "missing":
                 removed.update(p for p in known if p.startswith(f"{rel}/"))
         report.files_scanned = len(present)
+        # A rename arrives as the new path and the old one together: the old name's chunks go
+        # in the same commit as the new name's, so no search sees the file twice (or not at
+        # all). Many removals (a deleted folder) are their own commits.
+        self._removals = sorted(removed) if len(removed) <= REMOVALS_WITH_WRITE else []
         self._index_files(present, known, report, lambda _p: None)
-        if removed:
-            self.store.remove_files(sorted(removed))
-            report.files_removed += len(removed)
+        left = self._removals if len(removed) <= REMOVALS_WITH_WRITE else sorted(removed)
+        self._removals = []
+        if left:
+            self.store.remove_files(left)
+        report.files_removed += len(removed)
         report.chunks_total = self.store.count_chunks()
         report.seconds = time.monotonic() - started
         return report
@@ -323,7 +333,8 @@ class Indexer:
                         "vector": known.vector if known else fresh[content_hash],
                     }
                 )
-        self.store.replace_files([item.record for item in pending], rows)
+        removals, self._removals = self._removals, []
+        self.store.replace_files([item.record for item in pending], rows, removals)
         report.chunks_written += len(rows)
         meter.credit(rest - credited)  # all reused, or float rounding: the batch is done
         self._batches_written += 1

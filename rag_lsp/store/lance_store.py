@@ -311,19 +311,24 @@ class ChunkStore:
     # ---- writes ------------------------------------------------------------------------
 
     @_reports_damage
-    def replace_files(self, records: Sequence[FileRecord], chunk_rows: list[dict]) -> None:
-        """Swap in new chunks and file records for ``records``' paths.
+    def replace_files(self, records: Sequence[FileRecord], chunk_rows: list[dict],
+                      removed: Sequence[str] = ()) -> None:
+        """Swap in new chunks and file records for ``records``' paths, and drop ``removed``
+        paths (a rename's old name, at most one ``in`` batch of them).
 
         The chunks of all these files change in one commit (a reader, or a crash, never sees
-        a file half-replaced); the file records follow, so a crash in between leaves records
-        that do not match the files on disk, and the next run redoes them.
+        a file half-replaced, nor a renamed file under both names); the file records follow,
+        so a crash in between leaves records that do not match the files on disk, and the
+        next run redoes them.
         """
         if not records:
             return
+        if len(removed) > _IN_BATCH:
+            raise ValueError(f"at most {_IN_BATCH} paths can be removed with a replace")
         with self._write_lock:
-            paths = in_list("path", [r.path for r in records])
+            paths = in_list("path", [r.path for r in records] + list(removed))
             data = pa.Table.from_pylist(chunk_rows, schema=self._chunks.schema)
-            if self._chunks.count_rows(paths) == 0:
+            if not removed and self._chunks.count_rows(paths) == 0:
                 # New files (a first index): an append is one commit, and cheap.
                 if chunk_rows:
                     self._chunks.add(data)
@@ -340,6 +345,8 @@ class ChunkStore:
                 .execute(data)
             )
             self._upsert_files(records)
+            if removed:
+                self._files.delete(in_list("path", list(removed)))
 
     @_reports_damage
     def touch_files(self, records: Sequence[FileRecord]) -> None:
