@@ -75,17 +75,23 @@ def _big_folder(root) -> None:
             f"    return value * {j} + {i}\n" for j in range(80))})
 
 
+def _server_mid_index(tmp_path, root, stderr) -> RawServer:
+    """A server on a big folder, once its first indexing run has reported progress."""
+    _big_folder(root)
+    server = RawServer(root, {"indexPath": str(tmp_path / "index")}, stderr=stderr,
+                       capabilities=PROGRESS)
+    server.wait_for(lambda n: n["method"] == "$/progress"
+                    and n["params"]["value"]["kind"] == "report")
+    return server
+
+
 def test_a_stop_the_client_asks_for_mid_index_logs_no_warning_or_error(tmp_path):
     """VS Code's restart: "shutdown", then "exit", with an indexing run under way and the
     client still sending (a file event) in between."""
     root = tmp_path / "repo"
-    _big_folder(root)
     err = tmp_path / "stderr.txt"
     with err.open("wb") as stderr:
-        server = RawServer(root, {"indexPath": str(tmp_path / "index")}, stderr=stderr,
-                           capabilities=PROGRESS)
-        server.wait_for(lambda n: n["method"] == "$/progress"
-                        and n["params"]["value"]["kind"] == "report")
+        server = _server_mid_index(tmp_path, root, stderr)
         assert "result" in server.request("shutdown", None)
         server.notify("workspace/didChangeWatchedFiles", {"changes": [
             {"uri": (root / "pkg" / "module_000.py").as_uri(), "type": 2}]})
@@ -98,14 +104,9 @@ def test_a_stop_the_client_asks_for_mid_index_logs_no_warning_or_error(tmp_path)
 
 def test_closing_stdin_mid_index_logs_no_warning_or_error(tmp_path):
     """A client that stops the server by closing its stdin (no "shutdown")."""
-    root = tmp_path / "repo"
-    _big_folder(root)
     err = tmp_path / "stderr.txt"
     with err.open("wb") as stderr:
-        server = RawServer(root, {"indexPath": str(tmp_path / "index")}, stderr=stderr,
-                           capabilities=PROGRESS)
-        server.wait_for(lambda n: n["method"] == "$/progress"
-                        and n["params"]["value"]["kind"] == "report")
+        server = _server_mid_index(tmp_path, tmp_path / "repo", stderr)
         server.process.stdin.close()
         server.process.stdout.close()  # the client has gone: nobody reads any more
         returncode = server.process.wait(timeout=30)
