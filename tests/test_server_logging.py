@@ -113,3 +113,20 @@ def test_closing_stdin_mid_index_logs_no_warning_or_error(tmp_path):
     assert returncode == 0
     logged = err.read_text()
     assert not WARNING_OR_ERROR.search(logged), logged
+
+
+def test_a_refused_request_is_answered_without_a_logged_traceback(tmp_path):
+    """A bad argument is the client's to fix: it gets the message; the log gets no ERROR
+    line with a traceback, which an editor shows as if the server had failed."""
+    root = make_sample_root(tmp_path)
+    err = tmp_path / "stderr.txt"
+    with err.open("wb") as stderr:
+        server = RawServer(root, stderr=stderr)
+        try:
+            server.wait_for_state("ready")
+            answer = server.request("rag/search", {"query": "redirects", "topK": 0})
+        finally:
+            server.close()
+    assert answer["error"]["code"] == -32602 and "topK" in answer["error"]["message"]
+    logged = err.read_text() + "\n".join(_log_messages(server))
+    assert not WARNING_OR_ERROR.search(logged), logged

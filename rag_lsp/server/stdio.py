@@ -16,6 +16,8 @@ from typing import Any, BinaryIO
 from lsprotocol import types
 from pygls.protocol import LanguageServerProtocol
 
+from rag_lsp.server.errors import RagRequestError
+
 log = logging.getLogger(__name__)
 
 
@@ -88,7 +90,19 @@ def configure_logging(level: str) -> logging.Handler:
     # pygls logs every message at debug/info; keep its chatter out unless asked for.
     if level.upper() != "DEBUG":
         logging.getLogger("pygls").setLevel(logging.WARNING)
+    logging.getLogger("pygls.protocol.json_rpc").addFilter(AnsweredRequestErrors())
     return stderr
+
+
+class AnsweredRequestErrors(logging.Filter):
+    """pygls logs every error a request ends with at ERROR, with a traceback, and an editor
+    shows it as if the server had failed. Every request error of ours is a RagRequestError
+    (``server/errors.py``): the client gets its message, and an unexpected one has already
+    been logged with its traceback by ``rag_request``. pygls's copy of those is dropped."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        return not isinstance(error, RagRequestError)
 
 
 class RagProtocol(LanguageServerProtocol):
