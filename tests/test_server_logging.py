@@ -12,6 +12,8 @@ from __future__ import annotations
 import io
 import logging
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from rag_lsp.server.stdio import ClientLogHandler, NotSentToClient
 from tests.conftest import make_sample_root, write_files
@@ -26,17 +28,22 @@ def _log_messages(server: RawServer) -> list[str]:
             if n["method"] == "window/logMessage"]
 
 
+@contextmanager
+def _serving_sample(tmp_path, stderr) -> Iterator[RawServer]:
+    """The server on the sample workspace, once it is ready; closed at the end."""
+    server = RawServer(make_sample_root(tmp_path), stderr=stderr)
+    try:
+        server.wait_for_state("ready")
+        yield server
+    finally:
+        server.close()
+
+
 def test_a_log_line_reaches_the_client_once_and_not_stderr(tmp_path):
-    root = make_sample_root(tmp_path)
     err = tmp_path / "stderr.txt"
-    with err.open("wb") as stderr:
-        server = RawServer(root, stderr=stderr)
-        try:
-            server.wait_for_state("ready")
-            summary = server.wait_for(lambda n: n["method"] == "window/logMessage"
-                                      and "files scanned" in n["params"]["message"])
-        finally:
-            server.close()
+    with err.open("wb") as stderr, _serving_sample(tmp_path, stderr) as server:
+        summary = server.wait_for(lambda n: n["method"] == "window/logMessage"
+                                  and "files scanned" in n["params"]["message"])
     line = summary["params"]["message"]  # "repo: 5 files scanned, 5 indexed, …"
     assert _log_messages(server).count(line) == 1
     assert "files scanned" not in err.read_text(), err.read_text()
@@ -118,15 +125,9 @@ def test_closing_stdin_mid_index_logs_no_warning_or_error(tmp_path):
 def test_a_refused_request_is_answered_without_a_logged_traceback(tmp_path):
     """A bad argument is the client's to fix: it gets the message; the log gets no ERROR
     line with a traceback, which an editor shows as if the server had failed."""
-    root = make_sample_root(tmp_path)
     err = tmp_path / "stderr.txt"
-    with err.open("wb") as stderr:
-        server = RawServer(root, stderr=stderr)
-        try:
-            server.wait_for_state("ready")
-            answer = server.request("rag/search", {"query": "redirects", "topK": 0})
-        finally:
-            server.close()
+    with err.open("wb") as stderr, _serving_sample(tmp_path, stderr) as server:
+        answer = server.request("rag/search", {"query": "redirects", "topK": 0})
     assert answer["error"]["code"] == -32602 and "topK" in answer["error"]["message"]
     logged = err.read_text() + "\n".join(_log_messages(server))
     assert not WARNING_OR_ERROR.search(logged), logged
