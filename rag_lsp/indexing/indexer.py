@@ -203,9 +203,10 @@ class Indexer:
         # A rename arrives as the new path and the old one together: the old name's chunks go
         # in the same commit as the new name's, so no search sees the file twice (or not at
         # all). Many removals (a deleted folder) are their own commits.
-        self._removals = sorted(removed) if len(removed) <= REMOVALS_WITH_WRITE else []
+        with_write = len(removed) <= REMOVALS_WITH_WRITE
+        self._removals = sorted(removed) if with_write else []
         self._index_files(present, known, report, lambda _p: None)
-        left = self._removals if len(removed) <= REMOVALS_WITH_WRITE else sorted(removed)
+        left = self._removals if with_write else sorted(removed)  # no write took them
         self._removals = []
         if left:
             self.store.remove_files(left)

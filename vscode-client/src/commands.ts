@@ -40,13 +40,14 @@ export async function rebuildIndex(server: RagServerApi): Promise<void> {
   if (!started.length) void vscode.window.showInformationMessage("rag-lsp: no workspace folder to index.");
 }
 
-const count = (n: number, word: string) => `${n.toLocaleString("en-US")} ${word}${n === 1 ? "" : "s"}`;
+/** "1 file", "1,200 files". */
+export const plural = (n: number, word: string) => `${n.toLocaleString("en-US")} ${word}${n === 1 ? "" : "s"}`;
 
 /** "3 folders, 1,200 files, 9,000 chunks": the index's size, worded the same everywhere. */
 export function indexCounts(folders: readonly FolderStatus[]): string {
   const files = folders.reduce((sum, folder) => sum + folder.files, 0);
   const chunks = folders.reduce((sum, folder) => sum + folder.chunks, 0);
-  return `${count(folders.length, "folder")}, ${count(files, "file")}, ${count(chunks, "chunk")} indexed`;
+  return `${plural(folders.length, "folder")}, ${plural(files, "file")}, ${plural(chunks, "chunk")} indexed`;
 }
 
 /** One paragraph for the user: state, counts, model, and anything wrong with the fix. */

@@ -4,7 +4,8 @@
 // icons, theme colours, keyboard navigation, collapse and screen readers come from the workbench.
 import * as vscode from "vscode";
 import type { SearchResponse } from "./protocol";
-import { groupByFile, type RangeRow, type ResultGroup } from "./results";
+import { plural } from "./commands";
+import { groupByFile, lineSpan, type RangeRow, type ResultGroup } from "./results";
 
 export const RESULTS_VIEW_ID = "ragLsp.resultsView";
 export const OPEN_RESULT_COMMAND = "ragLsp.openResult";
@@ -37,9 +38,9 @@ export function fileItem(group: ResultGroup): vscode.TreeItem {
   item.id = group.uri;
   item.resourceUri = uri; // the theme's icon for this file
   item.description = dir ? `${dir} · ${count}` : String(count);
-  item.tooltip = `${group.path}: ${count} matching range${count === 1 ? "" : "s"}, relevance ${group.score.toFixed(2)}`;
+  item.tooltip = `${group.path}: ${plural(count, "matching range")}, relevance ${group.score.toFixed(2)}`;
   item.contextValue = "ragLsp.resultFile";
-  item.accessibilityInformation = { label: `${group.path}, ${count} range${count === 1 ? "" : "s"}` };
+  item.accessibilityInformation = { label: `${group.path}, ${plural(count, "range")}` };
   return item;
 }
 
@@ -62,14 +63,9 @@ export function rangeItem(group: ResultGroup, row: RangeRow): vscode.TreeItem {
   item.tooltip = tooltip;
   item.command = { command: OPEN_RESULT_COMMAND, title: "Open", arguments: [group.uri, row.range] };
   item.contextValue = "ragLsp.resultRange";
-  const { first, last } = lineNumbers(row.label);
+  const { first, last } = lineSpan(row.range);
   item.accessibilityInformation = { label: `${label}, ${first === last ? `line ${first}` : `lines ${first} to ${last}`}` };
   return item;
-}
-
-function lineNumbers(label: string): { first: string; last: string } {
-  const [first, last] = label.slice(1).split("–");
-  return { first, last: last ?? first };
 }
 
 /** A Markdown code block that no backtick run inside `code` can close. */
@@ -127,7 +123,7 @@ export class ResultsTree implements vscode.TreeDataProvider<ResultNode>, vscode.
       case "range":
         return rangeItem(node.group, node.row);
       case "more": {
-        const item = new vscode.TreeItem(`${node.hidden} more range${node.hidden === 1 ? "" : "s"}…`);
+        const item = new vscode.TreeItem(`${plural(node.hidden, "more range")}…`);
         item.id = `${node.group.uri}#more`;
         item.command = { command: SHOW_ALL_RANGES_COMMAND, title: "Show all ranges", arguments: [node.group.uri] };
         return item;

@@ -1,7 +1,7 @@
 // The status bar item: the index state the server reports, or the server's own state when it
 // is not running. `describeStatus` is pure so each state's text is testable.
 import * as vscode from "vscode";
-import { indexCounts } from "./commands";
+import { indexCounts, plural } from "./commands";
 import type { IndexStatus } from "./protocol";
 import type { RagServerApi, ServerState } from "./serverApi";
 
@@ -12,7 +12,6 @@ export interface StatusView {
   background?: "statusBarItem.warningBackground" | "statusBarItem.errorBackground";
 }
 
-const plural = (n: number, word: string) => `${n.toLocaleString("en-US")} ${word}${n === 1 ? "" : "s"}`;
 
 export function describeStatus(server: ServerState, status: IndexStatus | undefined): StatusView {
   if (server === "stopped") {
