@@ -247,6 +247,26 @@ def test_pieces_of_one_long_line_do_not_agree_with_each_other():
     assert files["spread.go"].raw > files["long.txt"].raw  # three places agree
 
 
+def test_touching_text_windows_are_one_passage_but_definitions_are_places():
+    def chunk(path, start, end, kind="text", symbol=""):
+        c = _candidate(path, 0.6)
+        c.row.update(kind=kind, symbol=symbol, start_line=start, end_line=end)
+        return c
+    # A title on its own line, then its text in overlapping windows: one passage.
+    passage = [chunk("notes.txt", 1, 1), chunk("notes.txt", 2, 30), chunk("notes.txt", 25, 55)]
+    apart = [chunk("notes2.txt", 1, 20), chunk("notes2.txt", 40, 60)]  # a gap: two places
+    defs = [chunk("lib.py", 1, 10, "function", "a"), chunk("lib.py", 11, 20, "function", "b")]
+    chunks = passage + apart + defs
+    score_chunks(chunks, _context("something"))
+    files = {f.path: f for f in rank_files(chunks, WEIGHTS)}
+    assert files["notes.txt"].raw == pytest.approx(passage[0].raw)
+    assert files["notes2.txt"].raw > files["notes.txt"].raw
+    assert files["lib.py"].raw > max(c.raw for c in defs)  # adjacent definitions: two places
+    # Lexical search alone: each window's coverage sees only its words, so windows agree.
+    lexical = {f.path: f for f in rank_files(chunks, WEIGHTS, passages=False)}
+    assert lexical["notes.txt"].raw > passage[0].raw
+
+
 def test_scores_squash_to_zero_one_and_back():
     assert squash(0.0) == 0.0 and 0.6 < squash(1.0) < 0.7 and squash(50) <= 1.0
     assert unsquash(squash(0.8)) == pytest.approx(0.8)

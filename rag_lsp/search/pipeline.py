@@ -155,7 +155,7 @@ def ranked_files(index: SearchIndex, query: str, *, mode: str, limit: int,
         filters=filters, floor=max(floor, 0.0),
     )
     score_chunks(candidates, ctx)
-    return rank_files(candidates, index.weights, ctx.floor)
+    return rank_files(candidates, index.weights, ctx.floor, passages=ctx.semantic)
 
 
 def search_files(index: SearchIndex, query: str, *, mode: str, top_k: int, threshold: float,

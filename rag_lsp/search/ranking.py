@@ -20,7 +20,8 @@ one by one on the code-retrieval benchmark (``bench/README.md``, ablation table)
 - **file agreement** (``rankFileAgreement``) — a file is scored by its best chunk plus a share
   of its other matching chunks, with diminishing returns (each next one counts 0.7 times the
   one before), so a file that answers in several places ranks above a one-off mention. The
-  pieces of one long line (a paragraph cut to fit the model) count once: one place.
+  pieces of one long line (a paragraph cut to fit the model) count once, and so (when vectors
+  are used) does a run of touching plain-text windows: one passage is one place.
 
 The score a result shows is the score it was ranked by, squashed to 0..1 by ``1 - e^-x``. It is
 calibrated — margins over background similarity, coverage of the query's own terms — so one
@@ -260,31 +261,55 @@ def _agreement(scores: list[float], weight: float) -> float:
                                     for k, s in enumerate(scores[1:], start=1))
 
 
-def _places(chunks: list[Candidate]) -> list[list[Candidate]]:
-    """Chunks grouped by the place they cover, for agreement: the pieces of one long line (a
-    paragraph or minified code cut to fit the model) are one place, so a long text does not
-    win by being long; every other chunk is a place of its own."""
+def _places(chunks: list[Candidate], passages: bool = True) -> list[list[Candidate]]:
+    """Chunks grouped by the place they cover, for agreement. The pieces of one long line (a
+    paragraph or minified code cut to fit the model) are one place, and with ``passages`` so
+    is a run of touching or overlapping plain-text windows: a long text does not win by being
+    long, nor a title by being chunked apart from the abstract it heads (SciFact hybrid
+    0.708 -> 0.727, code benchmark unchanged). Lexical search alone keeps a passage's windows
+    apart: each window's coverage sees only its own words, and their agreement stands in for
+    the passage's (SciFact lexical 0.666 kept, 0.645 as one place). Every other chunk is a
+    place of its own."""
     split_lines = {c.row.get("start_line") for c in chunks
                    if c.row.get("start_line") is not None
                    and c.row.get("start_line") == c.row.get("end_line")}
     groups: dict[object, list[Candidate]] = {}
+    windows = []
     for c in chunks:
+        if passages and c.row.get("kind") == "text" and c.row.get("start_line") is not None:
+            windows.append(c)
+            continue
         end = c.row.get("end_line")
         key = ("line", end) if end in split_lines else id(c)
         groups.setdefault(key, []).append(c)
-    return list(groups.values())
+    return list(groups.values()) + _window_runs(windows)
+
+
+def _window_runs(windows: list[Candidate]) -> list[list[Candidate]]:
+    """Plain-text windows grouped into runs that touch or overlap (one passage each)."""
+    runs: list[list[Candidate]] = []
+    end = None
+    for c in sorted(windows, key=lambda c: (c.row["start_line"], c.row["end_line"])):
+        if runs and c.row["start_line"] <= end + 1:
+            runs[-1].append(c)
+            end = max(end, c.row["end_line"])
+        else:
+            runs.append([c])
+            end = c.row["end_line"]
+    return runs
 
 
 def rank_files(candidates: list[Candidate], weights: RankingWeights,
-               floor: float = 0.0) -> list[RankedFile]:
-    """Files by best chunk plus agreement of their other chunks; chunks best first."""
+               floor: float = 0.0, passages: bool = True) -> list[RankedFile]:
+    """Files by best chunk plus agreement of their other chunks (``_places``); chunks best
+    first."""
     by_file: dict[str, list[Candidate]] = defaultdict(list)
     for c in candidates:
         by_file[c.path].append(c)
     files = []
     for path, chunks in by_file.items():
         chunks.sort(key=lambda c: c.raw, reverse=True)
-        groups = _places(chunks) if len(chunks) > 1 else [chunks]
+        groups = _places(chunks, passages) if len(chunks) > 1 else [chunks]
         ranked = _agreement(sorted((max(c.raw for c in g) for g in groups), reverse=True),
                             weights.file_agreement)
         relevance = _agreement(sorted((max(c.relevance for c in g) for g in groups),
@@ -311,15 +336,7 @@ def _sibling_groups(chunks: list[Candidate]) -> list[list[Candidate]]:
             groups.setdefault((kind, symbol), []).append(c)
         else:
             groups[(id(c),)] = [c]
-    run: list[Candidate] = []
-    for c in sorted(windows, key=lambda c: c.row["start_line"]):
-        if run and c.row["start_line"] > max(r.row["end_line"] for r in run) + 1:
-            groups[(id(run[0]),)] = run
-            run = []
-        run.append(c)
-    if run:
-        groups[(id(run[0]),)] = run
-    return list(groups.values())
+    return list(groups.values()) + _window_runs(windows)
 
 
 def order_ranges(chunks: list[Candidate], weights: RankingWeights) -> list[tuple[Candidate, float]]:
