@@ -1,9 +1,20 @@
 """The real server process over stdio, with the real model and a real LanceDB on disk,
-driven like VS Code drives it (pytest-lsp client with VS Code's capabilities)."""
+driven like VS Code drives it (pytest-lsp client with VS Code's capabilities).
+
+One server for the module (starting one costs a model load and a first index), but no test
+depends on another, nor on the order they run in: each starts from the same settled state
+(the sample workspace indexed, default settings, nothing under way: ``settled``), puts back
+what it changes (files, settings) before it ends, and reads only what the server sent
+during it. Every index status a test receives is checked against its schema, and an error
+shown to the user fails the test it happened in.
+"""
 
 from __future__ import annotations
 
 import asyncio
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 import pytest_lsp
@@ -13,7 +24,7 @@ from pytest_lsp import LanguageClient
 
 from rag_lsp.server.methods import RAG_REINDEX, RAG_SEARCH, RAG_STATUS
 from rag_lsp.server.protocol import problems
-from tests.conftest import SAMPLE_FILES, make_sample_root
+from tests.conftest import SAMPLE_FILES, make_sample_root, write_files
 from tests.lsp_support import (
     SERVER,
     Recorder,
@@ -34,27 +45,92 @@ def repo(tmp_path_factory):
     return make_sample_root(tmp_path_factory.mktemp("e2e"))
 
 
+@dataclass
+class Startup:
+    """What the server sent up to its first ``ready``: the first index, as a user sees it."""
+
+    statuses: list[dict]
+    progress: list[list]  # the $/progress reports of each token, in the order begun
+    errors: list[str]
+
+
 @pytest_lsp.fixture(config=SERVER, scope="session")
 async def client(lsp_client: LanguageClient, repo):
     lsp_client.recorder = Recorder(lsp_client)
     lsp_client.set_configuration({"ragLsp": {}})
     await lsp_client.initialize_session(initialize_params([repo]))
-    await lsp_client.recorder.wait_for_state("ready")
+    ready = await lsp_client.recorder.wait_for_state("ready")
+    statuses = lsp_client.recorder.statuses
+    lsp_client.startup = Startup(
+        statuses[: statuses.index(ready) + 1],
+        [list(reports) for reports in lsp_client.progress_reports.values() if reports],
+        _errors_shown(lsp_client, 0),
+    )
     yield
     await lsp_client.shutdown_session()
 
 
+def _errors_shown(client, since: int) -> list[str]:
+    return [m.message for m in client.messages[since:] if m.type == types.MessageType.Error]
+
+
+async def _status(client) -> dict:
+    return plain(await client.protocol.send_request_async(RAG_STATUS, None))
+
+
+async def _is_settled(client, repo) -> bool:
+    """The sample workspace alone, indexed, with default settings, no run under way."""
+    status = await _status(client)
+    folders = status["folders"]
+    if not (status["state"] == "ready" and status["enabled"] and not status["settingsProblems"]
+            and [f["uri"] for f in folders] == [repo.as_uri()]
+            and folders[0]["files"] == len(SAMPLE_FILES)):
+        return False
+    # The default topK (10) in effect, not a test's: every sample file can be returned.
+    result = await search(client, "password hashing", threshold=-1)
+    return len(result["results"]) == len(SAMPLE_FILES)
+
+
+@dataclass
+class Since:
+    """Where the session stood when a test began: it reads only what came after."""
+
+    statuses: int
+    logs: int
+    messages: int
+    schema_problems: int
+
+
+@pytest.fixture(autouse=True)
+async def settled(client, repo):
+    """Each test's explicit setup: wait for the server to be in the settled state (a test
+    before may have left a run or a settings change landing), then mark where the session
+    stands. After the test: the statuses it received matched their schema, and no error
+    was shown to the user meanwhile."""
+    await wait_until(lambda: _is_settled(client, repo),
+                     what="the server settled on the sample workspace with default settings")
+    recorder = client.recorder
+    since = Since(len(recorder.statuses), len(client.log_messages), len(client.messages),
+                  len(recorder.schema_problems))
+    client.since = since
+    yield since
+    assert recorder.schema_problems[since.schema_problems:] == []
+    assert _errors_shown(client, since.messages) == []
+
+
 async def test_initial_indexing_reports_progress_and_finds_a_known_function(client, repo):
-    statuses = [s["state"] for s in client.recorder.statuses]
+    startup = client.startup  # the first index, whenever this test runs
+    statuses = [s["state"] for s in startup.statuses]
     assert "indexing" in statuses and statuses[-1] == "ready"
-    ready = client.recorder.statuses[-1]
+    ready = startup.statuses[-1]
     assert ready["files"] == len(SAMPLE_FILES) and ready["chunks"] > 0
+    assert all(problems("rag/indexStatus", "params", s) == [] for s in startup.statuses)
+    assert startup.errors == []
     # Work-done progress: begin … end on one token.
-    runs = [reports for reports in client.progress_reports.values() if reports]
-    assert runs, "no $/progress was sent"
-    kinds = [type(r).__name__ for r in runs[0]]
+    assert startup.progress, "no $/progress was sent"
+    kinds = [type(r).__name__ for r in startup.progress[0]]
     assert kinds[0] == "WorkDoneProgressBegin" and kinds[-1] == "WorkDoneProgressEnd"
-    assert runs[0][0].cancellable is True
+    assert startup.progress[0][0].cancellable is True
 
     result = await search(client, "follow HTTP redirects to the Location header")
     assert result["partial"] is False and result["mode"] == "hybrid"
@@ -78,9 +154,24 @@ async def _appears(client, query: str, path: str, present: bool = True):
     return await wait_until(check, what=f"{path} {'in' if present else 'gone from'} results")
 
 
-async def test_created_modified_renamed_and_deleted_files_are_reflected(client, repo):
+@pytest.fixture
+async def scratch(client):
+    """Files a test creates in the sample workspace (it lists them here): deleted, and
+    reported deleted, when it ends, however it ends."""
+    paths: list[Path] = []
+    yield paths
+    gone = [p for p in paths if p.exists()]
+    for path in gone:
+        path.unlink()
+    if gone:
+        send_file_events(client, *((p, Deleted) for p in gone))
+
+
+async def test_created_modified_renamed_and_deleted_files_are_reflected(client, repo, scratch):
     new = repo / "src/billing/ledger.py"
-    new.parent.mkdir(parents=True)
+    renamed = repo / "src/billing/refunds.py"
+    scratch.extend([new, renamed])
+    new.parent.mkdir(parents=True, exist_ok=True)
     new.write_text("def tally_quarterly_receipts(lines):\n    return sum(lines)  # receipts\n")
     send_file_events(client, (new, Created))
     await _appears(client, "tally quarterly receipts", "src/billing/ledger.py")
@@ -91,7 +182,6 @@ async def test_created_modified_renamed_and_deleted_files_are_reflected(client, 
     assert "src/billing/ledger.py" not in paths_of(
         await search(client, "tally quarterly receipts", mode="lexical"))
 
-    renamed = repo / "src/billing/refunds.py"
     new.rename(renamed)
     send_file_events(client, (new, Deleted), (renamed, Created))
     await _appears(client, "refund voucher", "src/billing/refunds.py")
@@ -103,56 +193,81 @@ async def test_created_modified_renamed_and_deleted_files_are_reflected(client, 
     await _appears(client, "refund voucher", "src/billing/refunds.py", present=False)
 
 
+def _save(client, path) -> None:
+    client.text_document_did_save(types.DidSaveTextDocumentParams(
+        text_document=types.TextDocumentIdentifier(uri=path.as_uri())))
+
+
 async def test_a_saved_document_is_reindexed(client, repo):
-    seen_logs = len(client.log_messages)
     path = repo / "src/cache/lru.py"
     original = path.read_text()
-    path.write_text(original + "\n\ndef purge_stale_tombstones(cache):\n    cache.clear()\n")
-    client.text_document_did_save(types.DidSaveTextDocumentParams(
-        text_document=types.TextDocumentIdentifier(uri=path.as_uri())))
-    await _appears(client, "purge stale tombstones", "src/cache/lru.py")
-    path.write_text(original)
-    client.text_document_did_save(types.DidSaveTextDocumentParams(
-        text_document=types.TextDocumentIdentifier(uri=path.as_uri())))
+    try:
+        path.write_text(original + "\n\ndef purge_stale_tombstones(cache):\n    cache.clear()\n")
+        _save(client, path)
+        await _appears(client, "purge stale tombstones", "src/cache/lru.py")
+    finally:
+        path.write_text(original)
+        _save(client, path)
     await _appears(client, "purge stale tombstones", "src/cache/lru.py", present=False)
 
-    # A search can see the update before its log line arrives: wait for both saves' lines so
-    # the next test counts only its own.
-    async def both_logged():
-        return sum("changed files applied" in m.message
-                   for m in client.log_messages[seen_logs:]) == 2
-    await wait_until(both_logged, what="both saves logged")
+
+def _folders_changed(client, *, added=(), removed=()) -> None:
+    def folders(paths):
+        return [types.WorkspaceFolder(uri=p.as_uri(), name=p.name) for p in paths]
+    client.workspace_did_change_workspace_folders(types.DidChangeWorkspaceFoldersParams(
+        event=types.WorkspaceFoldersChangeEvent(added=folders(added),
+                                                removed=folders(removed))))
 
 
-async def test_a_burst_of_200_changes_is_applied_in_a_few_batches(client, repo):
-    burst = repo / "burst"
-    burst.mkdir()
-    seen_logs = len(client.log_messages)
-    for i in range(200):
-        path = burst / f"module_{i:03}.py"
-        path.write_text(f"def handler_number_{i}():\n    return 'zebra quartz {i}'\n")
-        send_file_events(client, (path, Created))
-    await _appears(client, "zebra quartz 199", "burst/module_199.py")
+@asynccontextmanager
+async def _own_folder(client, root):
+    """A workspace folder of the test's own, opened (and indexed) beside the sample one, and
+    closed at the end: its log lines are the ones that start with its name."""
+    write_files(root, {"README.md": "# Scratch folder\n\nFor one test.\n"})
+    _folders_changed(client, added=[root])
 
-    async def all_applied():
-        status = plain(await client.protocol.send_request_async(RAG_STATUS, None))
-        return status["folders"][0]["files"] == len(SAMPLE_FILES) + 200
-    await wait_until(all_applied, what="all 200 files indexed")
-    batches = [m.message for m in client.log_messages[seen_logs:]
-               if "changed files applied" in m.message]
-    applied = sum(int(m.split(": ")[1].split()[0]) for m in batches)
-    assert applied == 200
-    assert 1 <= len(batches) <= 10, batches  # coalesced, not one update per event
-
-    for path in burst.iterdir():
-        path.unlink()
-    burst.rmdir()
-    send_file_events(client, (burst, Deleted))
-    await _appears(client, "zebra quartz 199", "burst/module_199.py", present=False)
+    async def indexed():
+        return any(f["uri"] == root.as_uri() and f["state"] == "ready" and f["files"] == 1
+                   for f in (await _status(client))["folders"])
+    try:
+        await wait_until(indexed, what=f"{root.name} indexed")
+        yield
+    finally:
+        _folders_changed(client, removed=[root])
 
 
-async def test_the_folder_settings_file_is_honoured_and_followed(client, repo):
+async def test_a_burst_of_200_changes_is_applied_in_a_few_batches(client, tmp_path):
+    root = tmp_path / "burst-workspace"
+    async with _own_folder(client, root):
+        burst = root / "burst"
+        burst.mkdir()
+        for i in range(200):
+            path = burst / f"module_{i:03}.py"
+            path.write_text(f"def handler_number_{i}():\n    return 'zebra quartz {i}'\n")
+            send_file_events(client, (path, Created))
+        await _appears(client, "zebra quartz 199", "burst/module_199.py")
+
+        async def all_applied():
+            folders = (await _status(client))["folders"]
+            return [f["files"] for f in folders if f["uri"] == root.as_uri()] == [1 + 200]
+        await wait_until(all_applied, what="all 200 files indexed")
+        batches = [m.message for m in client.log_messages[client.since.logs:]
+                   if m.message.startswith(f"{root.name}: ")
+                   and "changed files applied" in m.message]
+        applied = sum(int(m.split(": ")[1].split()[0]) for m in batches)
+        assert applied == 200
+        assert 1 <= len(batches) <= 10, batches  # coalesced, not one update per event
+
+        for path in burst.iterdir():
+            path.unlink()
+        burst.rmdir()
+        send_file_events(client, (burst, Deleted))
+        await _appears(client, "zebra quartz 199", "burst/module_199.py", present=False)
+
+
+async def test_the_folder_settings_file_is_honoured_and_followed(client, repo, scratch):
     config = repo / ".rag-lsp.json"
+    scratch.append(config)
     config.write_text('{"exclude": ["docs/"]}')
     send_file_events(client, (config, Created))
     await _appears(client, "nginx reverse proxy container", "docs/guide.md", present=False)
@@ -161,20 +276,27 @@ async def test_the_folder_settings_file_is_honoured_and_followed(client, repo):
     await _appears(client, "nginx reverse proxy container", "docs/guide.md")
 
 
-async def _reconfigure(client, settings: dict):
-    client.set_configuration({"ragLsp": settings})
-    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+@pytest.fixture
+async def reconfigure(client):
+    """Change the editor's settings (as VS Code does: a change notification, then the
+    server asks for them); back to the defaults when the test ends."""
+    def change(settings: dict) -> None:
+        client.set_configuration({"ragLsp": settings})
+        client.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(settings=None))
+    yield change
+    change({})
 
 
-async def test_settings_changes_apply_and_invalid_ones_are_shown(client):
-    await _reconfigure(client, {"topK": 1})
+async def test_settings_changes_apply_and_invalid_ones_are_shown(client, reconfigure):
+    reconfigure({"topK": 1})
 
     async def top_one():
         return len((await search(client, "password hashing", threshold=-1))["results"]) == 1
     await wait_until(top_one, what="topK 1 applied")
 
     seen = len(client.messages)
-    await _reconfigure(client, {"topK": "many", "serachMode": "vector"})
+    reconfigure({"topK": "many", "serachMode": "vector"})
 
     async def warned():
         return len(client.messages) > seen
@@ -183,13 +305,12 @@ async def test_settings_changes_apply_and_invalid_ones_are_shown(client):
     assert warning.type == types.MessageType.Warning
     assert "`topK` = 'many'" in warning.message and "must be an integer" in warning.message
     assert "did you mean `searchMode`" in warning.message
-    async def default_top_k():  # (a run for an earlier test's edits may still be landing)
+    async def default_top_k():
         result = await search(client, "password hashing", threshold=-1)
         return len(result["results"]) == len(SAMPLE_FILES)
     await wait_until(default_top_k, what="the default topK (10) again")
-    status = plain(await client.protocol.send_request_async(RAG_STATUS, None))
+    status = await _status(client)
     assert len(status["settingsProblems"]) == 2
-    await _reconfigure(client, {})
 
 
 async def test_malformed_params_get_32602_and_the_server_keeps_serving(client):
@@ -225,7 +346,7 @@ async def test_filters_restrict_results(client):
 
 
 async def test_status_describes_folders_and_model(client, repo):
-    status = plain(await client.protocol.send_request_async(RAG_STATUS, None))
+    status = await _status(client)
     assert problems(RAG_STATUS, "result", status) == []
     assert status["state"] == "ready" and status["enabled"] is True
     assert status["model"]["loaded"] is True and status["model"]["dimension"] == 384
@@ -268,27 +389,17 @@ async def test_a_cancelled_search_is_answered_with_32800(client):
     assert (await search(client, "redirects"))["results"]
 
 
-async def test_disabling_stops_the_server_and_enabling_resumes(client):
+async def test_disabling_stops_the_server_and_enabling_resumes(client, reconfigure):
     mark = len(client.recorder.statuses)
-    await _reconfigure(client, {"enabled": False})
+    reconfigure({"enabled": False})
     await client.recorder.wait_for_state("disabled", after=mark)
     with pytest.raises(JsonRpcException) as disabled:
         await client.protocol.send_request_async(RAG_SEARCH, {"query": "redirects"})
     assert "disabled in settings" in disabled.value.message
-    status = plain(await client.protocol.send_request_async(RAG_STATUS, None))
+    status = await _status(client)
     assert status["state"] == "disabled" and status["folders"] == []
 
     mark = len(client.recorder.statuses)
-    await _reconfigure(client, {"enabled": True})
+    reconfigure({"enabled": True})
     await client.recorder.wait_for_state("ready", after=mark)
     assert (await search(client, "redirects"))["results"][0]["path"] == "src/http/client.py"
-
-
-async def test_every_index_status_matched_its_schema(client):
-    assert client.recorder.statuses and client.recorder.schema_problems == []
-
-
-async def test_no_unexpected_errors_were_shown(client):
-    errors = [m.message for m in client.messages if m.type == types.MessageType.Error]
-    assert errors == []
-    await asyncio.sleep(0)

@@ -4,7 +4,13 @@ First index, rebuilds, batches of file events and compaction all run on the fold
 writer thread, in the order they were asked for: one writer per index, and jobs that queue
 instead of racing. The owner also holds what the jobs need between them (the running run,
 the events waiting for a batch, the compaction clock) and every task and timer it started, so
-closing the folder — or shutting the server down — stops all of them in one place.
+closing the folder — or shutting the server down — cancels all of them in one place.
+
+A cancelled task stops at once; the writer thread is never interrupted. The write under way
+finishes its commit, and an indexing run stops at its next checkpoint between commits (its
+``cancel`` event is set first), so the index is never left half-written and nothing more is
+written to it. A task cancelled while it awaits the client (a progress token) gets no error
+either: the late answer is dropped (``server/stdio.py``).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ T = TypeVar("T")
 class FolderJobs:
     def __init__(self) -> None:
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="rag-index")
+        self._tasks: set[asyncio.Task] = set()
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self.closed = False
         # The indexing run under way, and how to stop it (checked between files).
@@ -56,10 +63,14 @@ class FolderJobs:
         return await loop.run_in_executor(self._writer, partial(function, *args, **kwargs))
 
     def start(self, coroutine: Coroutine[Any, Any, Any]) -> asyncio.Task:
-        """A task of this folder: held until done; never started once the folder closed."""
-        task = spawn(coroutine)  # held (and its errors logged) until done
+        """A task of this folder: held (and its error logged) until done, cancelled when the
+        folder closes; never started once it has."""
+        task = spawn(coroutine)
         if self.closed:
             task.cancel()
+        else:
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
         return task
 
     def after(self, name: str, delay: float, job: Callable[[], Coroutine[Any, Any, Any]]) -> None:
@@ -83,18 +94,16 @@ class FolderJobs:
         return name in self._timers
 
     def close(self) -> None:
-        """Stop everything: the run stops at its next file, timers are cancelled, queued
-        writes are dropped (the one under way finishes its batch), tasks end at their next
-        step."""
+        """Stop everything: timers and tasks are cancelled, queued writes are dropped, the
+        write under way finishes its commit and a run stops at its next checkpoint."""
         self.closed = True
-        self.cancel.set()
+        self.cancel.set()  # stops the writer's run: cancelling its task does not reach it
         for name in list(self._timers):
             self.cancel_timer(name)
-        # Tasks are not cancelled from outside: one may be awaiting the client (a progress
-        # token), and cancelling that request makes pygls report an error to the user. Each
-        # task checks ``closed`` between its steps, and its queued writes are dropped here.
         self.pending.clear()
         self._writer.shutdown(wait=False, cancel_futures=True)
+        for task in list(self._tasks):
+            task.cancel()
 
     async def stopped(self) -> None:
         """Wait until the write under way (if any) has finished: after :meth:`close`, nothing

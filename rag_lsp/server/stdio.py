@@ -121,4 +121,19 @@ class RagProtocol(LanguageServerProtocol):
         if self._shutdown and getattr(message, "method", "") != types.EXIT:
             log.debug("after shutdown, ignored: %s", getattr(message, "method", "a response"))
             return
+        if self._answers_a_cancelled_request(message):
+            log.debug("answer to request %s, no longer awaited, dropped", message.id)
+            return
         super().handle_message(message)
+
+    def _answers_a_cancelled_request(self, message: Any) -> bool:
+        """An answer to one of our requests whose caller was cancelled (its folder closed
+        while it awaited a progress token). pygls would set it on the cancelled future and
+        report the InvalidStateError ("CANCELLED: <Future …>") as "Error in server"."""
+        if hasattr(message, "method") or not hasattr(message, "id"):
+            return False  # a request or notification from the client
+        future = self._request_futures.get(message.id)
+        if future is None or not future.cancelled():
+            return False
+        del self._request_futures[message.id]
+        return True

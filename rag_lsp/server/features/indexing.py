@@ -95,6 +95,10 @@ class IndexingService:
         except IndexCancelled:
             message = "indexing was cancelled; searches use what was indexed so far"
             log.info("%s: %s", folder.name, message)
+        except asyncio.CancelledError:  # the folder closed: the writer stops between commits
+            message = "indexing stopped: the folder was closed"
+            log.info("%s: %s", folder.name, message)
+            raise
         except Exception as exc:  # contained: the server keeps serving
             if folder.closed:
                 # Closed under the run (its writer retired, or it was waiting for another
