@@ -247,7 +247,7 @@ def test_pieces_of_one_long_line_do_not_agree_with_each_other():
     assert files["spread.go"].raw > files["long.txt"].raw  # three places agree
 
 
-def test_touching_text_windows_are_one_passage_but_definitions_are_places():
+def test_a_passage_or_a_definition_is_one_place_however_many_chunks():
     def chunk(path, start, end, kind="text", symbol=""):
         c = _candidate(path, 0.6)
         c.row.update(kind=kind, symbol=symbol, start_line=start, end_line=end)
@@ -256,15 +256,20 @@ def test_touching_text_windows_are_one_passage_but_definitions_are_places():
     passage = [chunk("notes.txt", 1, 1), chunk("notes.txt", 2, 30), chunk("notes.txt", 25, 55)]
     apart = [chunk("notes2.txt", 1, 20), chunk("notes2.txt", 40, 60)]  # a gap: two places
     defs = [chunk("lib.py", 1, 10, "function", "a"), chunk("lib.py", 11, 20, "function", "b")]
-    chunks = passage + apart + defs
+    # One long function cut in three pieces (each carrying its signature): one place.
+    pieces = [chunk("big.py", 1, 40, "function", "run"), chunk("big.py", 41, 80, "function", "run"),
+              chunk("big.py", 81, 99, "function", "run")]
+    chunks = passage + apart + defs + pieces
     score_chunks(chunks, _context("something"))
     files = {f.path: f for f in rank_files(chunks, WEIGHTS)}
     assert files["notes.txt"].raw == pytest.approx(passage[0].raw)
     assert files["notes2.txt"].raw > files["notes.txt"].raw
     assert files["lib.py"].raw > max(c.raw for c in defs)  # adjacent definitions: two places
+    assert files["big.py"].raw == pytest.approx(max(c.raw for c in pieces))
     # Lexical search alone: each window's coverage sees only its words, so windows agree.
     lexical = {f.path: f for f in rank_files(chunks, WEIGHTS, passages=False)}
     assert lexical["notes.txt"].raw > passage[0].raw
+    assert lexical["big.py"].raw > max(c.raw for c in pieces)
 
 
 def test_scores_squash_to_zero_one_and_back():
