@@ -224,3 +224,27 @@ def test_a_server_opening_a_damaged_index_rebuilds_it_before_answering_wrong(wor
         assert answer["result"]["results"][0]["path"] == "src/http/client.py", answer
     finally:
         server.close()
+
+
+def test_garbage_in_a_knowledge_file_is_reported_and_the_entries_kept(workspace):
+    """Knowledge cannot be rebuilt from the workspace: damage is reported with the fix on
+    every call, nothing is deleted, and the code index keeps answering."""
+    kb = workspace.knowledge
+    for n in range(3):
+        kb.add("debug", f"Finding {n}: redirects loop when the Location header is relative.")
+    data_dir = workspace.index_dir / "knowledge.lance" / "data"
+    damaged = max(data_dir.iterdir(), key=lambda p: p.stat().st_size)
+    _garbage_in_the_middle(damaged)
+    kept = {p.name: p.read_bytes() for p in data_dir.iterdir()}
+    reopened = _reopened(workspace)
+    for call in (lambda: reopened.knowledge.list("debug"),
+                 lambda: reopened.knowledge.search("debug", "redirect loop")):
+        with pytest.raises(IndexCorruptError) as error:
+            call()
+        message = str(error.value)
+        assert "knowledge base" in message and damaged.name in message
+        assert "restore it from a backup" in message
+    assert reopened.search("follow redirects", top_k=1).results[0].path == "src/http/client.py"
+    assert reopened.index().rebuilt_because == ""  # the code index is fine: not rebuilt
+    reopened.index(full=True)
+    assert {p.name: p.read_bytes() for p in data_dir.iterdir()} == kept
