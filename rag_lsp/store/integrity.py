@@ -139,6 +139,8 @@ class FileDigests:
                 crc = file_crc32(self.index_dir / name)
             except FileNotFoundError:
                 continue
+            except OSError as exc:  # an I/O error reading it is damage too
+                return f"{name} cannot be read ({exc})"
             if crc != digest.crc32:
                 return f"{name} changed after it was written: its bytes are not the ones written"
             if info.st_mtime_ns != digest.mtime_ns:
@@ -158,9 +160,13 @@ class FileDigests:
                     updated[name] = confirmed
             self._confirmed.clear()
             for name, info in present.items():
-                if name not in updated:  # trusted on first sight
-                    updated[name] = Digest(info.st_size, info.st_mtime_ns,
-                                           file_crc32(self.index_dir / name))
+                if name in updated:
+                    continue
+                try:  # trusted on first sight
+                    crc = file_crc32(self.index_dir / name)
+                except FileNotFoundError:
+                    continue  # removed by another knowledge writer's cleanup meanwhile
+                updated[name] = Digest(info.st_size, info.st_mtime_ns, crc)
             if updated != recorded:
                 self._write(updated)
         except OSError as exc:
@@ -181,7 +187,3 @@ class FileDigests:
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
-
-    def forget(self) -> None:
-        """Delete the sidecar (its tables are being dropped)."""
-        self.path.unlink(missing_ok=True)
