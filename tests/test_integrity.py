@@ -143,6 +143,19 @@ def test_an_index_without_digests_is_trusted_on_first_sight(workspace):
     assert set(_recorded(reopened)) == _covered(reopened)
 
 
+def test_a_copied_index_whose_mtimes_moved_is_not_damage(workspace):
+    """A copy (``cp -r``) gives every file a new mtime and the same bytes: read and found
+    intact, and the next run notes the new mtimes so opening stops reading them."""
+    later = time.time_ns() + 10**10
+    copied = _covered(workspace)
+    for name in copied:
+        os.utime(workspace.index_dir / name, ns=(later, later))
+    reopened = _reopened(workspace)
+    assert reopened.search("follow redirects", top_k=1).results[0].path == "src/http/client.py"
+    assert reopened.index().rebuilt_because == ""
+    assert {_recorded(reopened)[name][1] for name in copied} == {later}
+
+
 READER = """
 import json, sys
 from pathlib import Path
