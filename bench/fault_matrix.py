@@ -72,7 +72,7 @@ MATRIX: list[tuple[str, str, str, list[str]]] = [
     ("damage", "garbage in the middle of a data file (read back as vectors and text, "
                "no LanceDB error), size and mtime kept or not",
      "search: exit 1, the file named and the fix; index/server run rebuilds by itself, "
-     "same answers; no false alarm from updates, compaction, a reader process",
+     "same answers; no false alarm from updates, compaction, a copy, a reader process",
      [T + "test_integrity.py::" + name for name in (
          "test_garbage_in_the_middle_of_a_data_file_is_damage_then_rebuilt",
          "test_bit_rot_that_keeps_size_and_mtime_is_found_by_the_next_index_run",
@@ -80,6 +80,7 @@ MATRIX: list[tuple[str, str, str, list[str]]] = [
          "test_cli_search_refuses_a_damaged_index_and_index_rebuilds_it",
          "test_a_server_opening_a_damaged_index_rebuilds_it_before_answering_wrong",
          "test_updates_compaction_and_cleanup_keep_the_check_passing",
+         "test_a_copied_index_whose_mtimes_moved_is_not_damage",
          "test_a_reader_process_sees_no_damage_while_another_writes")]),
     ("damage", "garbage in the middle of a knowledge base file",
      "every KB call: damaged, naming the file and the fix; nothing deleted; code search goes on",
