@@ -69,6 +69,22 @@ MATRIX: list[tuple[str, str, str, list[str]]] = [
     ("damage", "index data files deleted while the server runs",
      "search: index-corrupt, \"being rebuilt\"; ready again, search answers",
      [T + "test_concurrent_writers.py::test_a_server_rebuilds_an_index_damaged_under_it"]),
+    ("damage", "garbage in the middle of a data file (read back as vectors and text, "
+               "no LanceDB error), size and mtime kept or not",
+     "search: exit 1, the file named and the fix; index/server run rebuilds by itself, "
+     "same answers; no false alarm from updates, compaction, a copy, a reader process",
+     [T + "test_integrity.py::" + name for name in (
+         "test_garbage_in_the_middle_of_a_data_file_is_damage_then_rebuilt",
+         "test_bit_rot_that_keeps_size_and_mtime_is_found_by_the_next_index_run",
+         "test_a_full_rebuild_of_a_damaged_index_is_made_in_place",
+         "test_cli_search_refuses_a_damaged_index_and_index_rebuilds_it",
+         "test_a_server_opening_a_damaged_index_rebuilds_it_before_answering_wrong",
+         "test_updates_compaction_and_cleanup_keep_the_check_passing",
+         "test_a_copied_index_whose_mtimes_moved_is_not_damage",
+         "test_a_reader_process_sees_no_damage_while_another_writes")]),
+    ("damage", "garbage in the middle of a knowledge base file",
+     "every KB call: damaged, naming the file and the fix; nothing deleted; code search goes on",
+     [T + "test_integrity.py::test_garbage_in_a_knowledge_file_is_reported_and_the_entries_kept"]),
     ("damage", "`.rag-lsp` is a regular file", "error naming the file and the fix",
      [T + "test_indexing.py::test_an_index_path_that_is_a_file_is_a_clear_error"]),
     ("damage", "garbage model.onnx / tokenizer.json in the model folder",

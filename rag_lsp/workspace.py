@@ -299,7 +299,11 @@ class Workspace:
         if full and self._index.answers_searches():
             return self._rebuild_beside(progress)
         store = self._open_store(for_writing=True, full=full)
-        store.check_readable()  # damage found now is rebuilt; found later it fails searches
+        # Damage found now is rebuilt; found later it fails searches. Reading every recorded
+        # file also finds what LanceDB would read as data (bench/integrity_cost.py: the cost).
+        store.check_readable()
+        store.verify(full=True)
+        store.record_digests()  # files of an older rag-lsp: trusted on first sight
         manifest = IndexManifest.read(self.index_dir)
         # Changed chunk settings: every file is re-chunked (unchanged chunks keep vectors).
         rechunk = manifest is not None and manifest.chunking != self._chunking()

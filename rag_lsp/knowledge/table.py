@@ -21,12 +21,16 @@ import pyarrow as pa
 from rag_lsp.errors import IndexBusyError, IndexCorruptError, IndexMismatchError
 from rag_lsp.knowledge.entries import KnowledgeEntry, anchors_to_json
 from rag_lsp.store.failures import transient_failure
+from rag_lsp.store.integrity import FileDigests
 from rag_lsp.store.private import private_dir
 from rag_lsp.store.sql import in_list
 
 log = logging.getLogger(__name__)
 
 KNOWLEDGE = "knowledge"
+# The digests of the table's files (see rag_lsp.store.integrity), apart from the code
+# index's: a code rebuild drops those, never these.
+KNOWLEDGE_INTEGRITY = "knowledge.integrity.json"
 # Columns read back into entries (everything but the vector).
 COLUMNS = [
     "id", "mode", "title", "content", "tags", "session_id", "created_at", "created_us",
@@ -103,9 +107,10 @@ class KnowledgeTable:
         self._db: lancedb.DBConnection | None = None
         self._table: lancedb.table.Table | None = None
         self._writes = 0
+        self._digests = FileDigests(index_dir, (KNOWLEDGE + ".lance",), KNOWLEDGE_INTEGRITY)
 
-    def damage(self, exc: Exception) -> IndexCorruptError:
-        detail = (str(exc) or type(exc).__name__).splitlines()[0]
+    def damage(self, exc: Exception | str) -> IndexCorruptError:
+        detail = exc if isinstance(exc, str) else (str(exc) or type(exc).__name__).splitlines()[0]
         return IndexCorruptError(
             f"the knowledge base at {self.index_dir / (KNOWLEDGE + '.lance')} is damaged "
             f"({detail}). A code rebuild does not repair it: restore it from a backup, or move "
@@ -130,7 +135,7 @@ class KnowledgeTable:
                         str(self.index_dir), read_consistency_interval=timedelta(0)
                     )
                 if KNOWLEDGE in self._db.list_tables().tables:
-                    self._table = self._db.open_table(KNOWLEDGE)
+                    self._table = self._checked(self._db.open_table(KNOWLEDGE))
                 elif create:
                     self._table = self._db.create_table(
                         KNOWLEDGE, schema=knowledge_schema(self.dimension), exist_ok=True
@@ -138,6 +143,17 @@ class KnowledgeTable:
             except (OSError, ValueError, RuntimeError) as exc:
                 raise self.damage(exc) from exc
             return self._table
+
+    def _checked(self, table: lancedb.table.Table) -> lancedb.table.Table:
+        """``table``, once every recorded file is found as it was written. A file that
+        changed would be read as entries that are not the ones stored: that is damage,
+        reported (every call says so, with the fix) but never repaired by deleting, since
+        entries cannot be made again. The table is small: reading it all costs little."""
+        damage = self._digests.damage(full=True)
+        if damage is not None:
+            raise self.damage(damage)
+        self._digests.record()  # files of an older rag-lsp are trusted on first sight
+        return table
 
     def check_dimension(self) -> None:
         """Vectors from another model's width cannot be compared: say so and how to go on."""
@@ -249,6 +265,7 @@ class KnowledgeTable:
                 table.optimize(cleanup_older_than=_KEEP_OLD_VERSIONS)
             except (OSError, RuntimeError) as exc:
                 log.info("knowledge base compaction skipped: %s", str(exc).splitlines()[0])
+        self._digests.record()
 
     @_reports_damage
     def optimize(self) -> None:
@@ -257,3 +274,4 @@ class KnowledgeTable:
             table = self._open(create=False)
             if table is not None:
                 table.optimize(cleanup_older_than=_KEEP_OLD_VERSIONS)
+                self._digests.record()

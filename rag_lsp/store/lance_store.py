@@ -24,6 +24,7 @@ from lancedb.index import FTS
 
 from rag_lsp.errors import IndexCorruptError
 from rag_lsp.store.failures import transient_failure
+from rag_lsp.store.integrity import FileDigests
 from rag_lsp.store.manifest import REBUILD_HINT
 from rag_lsp.store.private import private_dir
 from rag_lsp.store.sql import in_list
@@ -118,6 +119,18 @@ def _reports_damage(method: Callable) -> Callable:
     return wrapper
 
 
+def _recorded(method: Callable) -> Callable:
+    """A write: once it has committed, record the digests of the files it added."""
+
+    @functools.wraps(method)
+    def wrapper(self: ChunkStore, *args, **kwargs):
+        result = method(self, *args, **kwargs)
+        self._digests.record()
+        return result
+
+    return wrapper
+
+
 def _identity(path: Path) -> tuple[int, int] | None:
     try:
         info = os.stat(path)
@@ -141,6 +154,7 @@ class ChunkStore:
         self.index_dir = index_dir
         self.dim = dim
         self._write_lock = threading.Lock()
+        self._digests = FileDigests(index_dir, (f"{CHUNKS}.lance", f"{FILES}.lance"))
         try:
             private_dir(index_dir)
             # Interval 0: each read checks for a newer version (a cheap file listing), so a
@@ -175,6 +189,20 @@ class ChunkStore:
         was swapped in (see :mod:`rag_lsp.store.staging`), and these handles now lead to
         other tables whose versions and row ids mean nothing to this object."""
         return _identity(self._chunks_dir()) != self._folder
+
+    def verify(self, *, full: bool) -> None:
+        """Raise :class:`IndexCorruptError` naming a file that changed after it was
+        written (see :mod:`rag_lsp.store.integrity`): garbage LanceDB would read as data.
+        Without ``full`` only files whose size or mtime moved are read (milliseconds, for
+        every open); ``full`` reads them all (the start of an indexing run)."""
+        damage = self._digests.damage(full=full)
+        if damage is not None:
+            raise IndexCorruptError(f"the index at {self.index_dir} is damaged ({damage}). "
+                                    + REBUILD_HINT)
+
+    def record_digests(self) -> None:
+        """Record the files not recorded yet (the caller holds the writer lock)."""
+        self._digests.record()
 
     def _has_fts_index(self) -> bool:
         indexed = {tuple(i.columns) for i in self._chunks.list_indices() if i.index_type == "FTS"}
@@ -311,6 +339,7 @@ class ChunkStore:
     # ---- writes ------------------------------------------------------------------------
 
     @_reports_damage
+    @_recorded
     def replace_files(self, records: Sequence[FileRecord], chunk_rows: list[dict],
                       removed: Sequence[str] = ()) -> None:
         """Swap in new chunks and file records for ``records``' paths, and drop ``removed``
@@ -349,12 +378,14 @@ class ChunkStore:
                 self._files.delete(in_list("path", list(removed)))
 
     @_reports_damage
+    @_recorded
     def touch_files(self, records: Sequence[FileRecord]) -> None:
         """Record new size/mtime for files whose content did not change."""
         with self._write_lock:
             self._upsert_files(records)
 
     @_reports_damage
+    @_recorded
     def remove_files(self, paths: Sequence[str]) -> None:
         with self._write_lock:
             for batch in _batches(list(paths)):
@@ -380,6 +411,7 @@ class ChunkStore:
         self._fts_ready = self._has_fts_index()
 
     @_reports_damage
+    @_recorded
     def ensure_fts_index(self) -> None:
         """Build the full-text index once; later rows are folded in by :meth:`optimize`."""
         with self._write_lock:
@@ -397,6 +429,7 @@ class ChunkStore:
             self._fts_ready = True
 
     @_reports_damage
+    @_recorded
     def optimize(self) -> None:
         """Compact files, fold new rows into indexes and drop old versions (after bursts)."""
         with self._write_lock:

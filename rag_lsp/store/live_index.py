@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Protocol, TypeVar
 
 from rag_lsp.errors import IndexBusyError, IndexCorruptError, IndexMissingError, RagLspError
+from rag_lsp.store.integrity import INTEGRITY_NAME
 from rag_lsp.store.lance_store import ChunkStore
 from rag_lsp.store.manifest import MANIFEST_NAME, SCHEMA_VERSION, IndexManifest
 from rag_lsp.store.staging import TABLE_DIRS, settle, swap_in, swap_under_way
@@ -124,8 +125,11 @@ class LiveIndex:
             self.forget()  # another process rebuilt the index since we opened it
         if self._store is None:
             # Without the model (lexical search only) the vector width comes from the manifest.
-            self._store = ChunkStore(self.index_dir, manifest.dimension, create=False)
-            self._created_at = manifest.created_at
+            store = ChunkStore(self.index_dir, manifest.dimension, create=False)
+            # A file changed since it was written would give wrong answers, not errors: it
+            # is damage before anything is read (cheap: only files whose mtime moved are read).
+            store.verify(full=False)
+            self._store, self._created_at = store, manifest.created_at
         elif for_writing:
             self._store.sync()
         return self._store
@@ -140,15 +144,18 @@ class LiveIndex:
         # The manifest goes first: a reader in another process then sees "no index yet" or
         # "being rebuilt", never a manifest whose tables are half deleted.
         (self.index_dir / MANIFEST_NAME).unlink(missing_ok=True)
+        (self.index_dir / INTEGRITY_NAME).unlink(missing_ok=True)
         for name in TABLE_DIRS:
             shutil.rmtree(self.index_dir / name, ignore_errors=True)
 
     def answers_searches(self) -> bool:
-        """True when the current build can be searched (a full rebuild is then worth making
-        beside it)."""
+        """True when the current build can be searched, and answers what was written (a
+        full rebuild is then worth making beside it)."""
         try:
             with self.tables_lock:
-                self.store().check_readable()
+                store = self.store()
+                store.check_readable()
+            store.verify(full=True)  # reads files, not tables: searches need not wait
         except RagLspError:
             return False
         return True

@@ -1,11 +1,11 @@
 """A full rebuild made beside the live index, then swapped in.
 
-The new build goes to ``<index>/rebuild/`` (its own manifest and tables) while searches keep
-using the live index. When it is complete, :func:`swap_in` moves it into place: the old
-tables go aside, the new ones take their names, and the manifest — whose ``created_at``
-tells readers in other processes that the index was rebuilt — is replaced last, then the
-old tables are deleted. Only the code index moves; the knowledge bases and the writer lock
-beside it stay where they are.
+The new build goes to ``<index>/rebuild/`` (its own manifest, tables and file digests)
+while searches keep using the live index. When it is complete, :func:`swap_in` moves it into
+place: the old tables go aside, the new ones take their names (and their digests follow),
+and the manifest — whose ``created_at`` tells readers in other processes that the index was
+rebuilt — is replaced last, then the old tables are deleted. Only the code index moves; the
+knowledge bases and the writer lock beside it stay where they are.
 
 Every step runs under the index's writer lock, so :func:`settle` (called by the next writer)
 sees either a build that never finished — deleted, the live index was never touched — or a
@@ -19,6 +19,7 @@ import os
 import shutil
 from pathlib import Path
 
+from rag_lsp.store.integrity import INTEGRITY_NAME
 from rag_lsp.store.lance_store import CHUNKS, FILES
 from rag_lsp.store.manifest import MANIFEST_NAME
 from rag_lsp.store.private import private_dir, write_private
@@ -85,6 +86,10 @@ def _finish_swap(index_dir: Path) -> None:
         if live.exists():
             os.replace(live, staging / f"{_OLD_PREFIX}{name}")
         os.replace(new, live)
+    # The digests of the new tables' files, before the manifest that makes them the index.
+    digests = staging / INTEGRITY_NAME
+    if digests.exists():
+        os.replace(digests, index_dir / INTEGRITY_NAME)
     manifest = staging / MANIFEST_NAME
     if manifest.exists():
         os.replace(manifest, index_dir / MANIFEST_NAME)
