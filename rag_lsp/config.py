@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -84,6 +85,7 @@ class Settings:
     index_path: str | None = _default("indexPath")
     model_dir: str | None = _default("modelDir")
     embed_batch_size: int = _default("embedBatchSize")
+    index_threads: int | None = _default("indexThreads")
     enabled: bool = _default("enabled")
     extra_modes: tuple[str, ...] = _default("extraModes")
 
@@ -116,6 +118,14 @@ class Settings:
     def model_path(self, root: Path) -> Path | None:
         """``modelDir`` resolved against ``root``; ``None`` means "use the installed model"."""
         return None if self.model_dir is None else self._resolve(root, self.model_dir)
+
+    def indexing_threads(self, cores: int | None = None) -> int:
+        """Threads for indexing's model calls: ``indexThreads``, where ``null`` leaves one of
+        ``cores`` (default: this machine's) free for the editor, and 0 takes them all."""
+        cores = cores or os.cpu_count() or 1
+        if self.index_threads is None:
+            return max(1, cores - 1)
+        return self.index_threads or cores
 
 
 def _where(path: list[Any]) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
 
 import snowballstemmer
 
@@ -22,7 +23,9 @@ STOP_WORDS = frozenset(
 )
 # Snowball English, the stemmer LanceDB's full-text index uses too, so ranking and the index
 # agree on which words match (``register``/``registered``/``registering`` → ``regist``).
-_STEMMER = snowballstemmer.stemmer("english")
+# A stemmer keeps the word it works on in itself, so each thread has its own: indexing and
+# searches stem at the same time (a shared one raised IndexError or returned wrong stems).
+_STEMMERS = threading.local()
 
 
 def split_identifier(name: str) -> list[str]:
@@ -36,7 +39,10 @@ def split_identifier(name: str) -> list[str]:
 @functools.lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """The Snowball English stem of ``word``, lower-cased (``dependencies`` → ``depend``)."""
-    return _STEMMER.stemWord(word.lower())
+    stemmer = getattr(_STEMMERS, "english", None)
+    if stemmer is None:
+        stemmer = _STEMMERS.english = snowballstemmer.stemmer("english")
+    return stemmer.stemWord(word.lower())
 
 
 def words(text: str) -> list[str]:

@@ -91,7 +91,8 @@ def load_embedder(
     """The embedding model for ``settings``, or ``None`` and the reason it cannot be used."""
     try:
         model_dir = settings.model_path(root) if root is not None else settings.model_dir
-        return OnnxEmbedder(find_model(model_dir), batch_size=settings.embed_batch_size), None
+        return OnnxEmbedder(find_model(model_dir), batch_size=settings.embed_batch_size,
+                            index_threads=settings.indexing_threads()), None
     except (ModelNotFoundError, ModelIntegrityError) as exc:
         log.warning("embedding model unavailable, lexical search only: %s", exc)
         return None, exc

@@ -198,3 +198,25 @@ def test_the_cli_refuses_an_outside_index_path_from_the_folder_file_unless_given
     assert "inside the folder" in str(error.value)
     flag = str(tmp_path / "idx")
     assert load_settings(tmp_path, {"indexPath": flag}).index_path == flag
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [(-1, "`indexThreads` = -1 in .rag-lsp.json: must be at least 0 (default null)"),
+     ("auto", "`indexThreads` = 'auto' in .rag-lsp.json: must be an integer or null"),
+     (1.5, "`indexThreads` = 1.5 in .rag-lsp.json: must be an integer or null")],
+)
+def test_bad_index_threads_are_rejected_and_fall_back(value, expected):
+    settings, problems = validate_settings({"indexThreads": value}, source=".rag-lsp.json")
+    assert len(problems) == 1 and problems[0].startswith(expected)
+    assert settings.index_threads is None
+
+
+@pytest.mark.parametrize(
+    ("setting", "cores", "threads"),
+    [(None, 2, 1), (None, 8, 7), (None, 1, 1),  # default: one core left to the editor
+     (0, 2, 2), (0, 8, 8),                      # 0: every core
+     (3, 8, 3), (4, 2, 4)],                     # a number: that many
+)
+def test_index_threads_resolve(setting, cores, threads):
+    assert Settings(index_threads=setting).indexing_threads(cores) == threads

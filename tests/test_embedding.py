@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 
 import numpy as np
 import pytest
 
+from rag_lsp.config import Settings
 from rag_lsp.embedding.install import REFERENCE_PATH, model_status
 from rag_lsp.embedding.model_files import ModelFiles, find_model, verify_files
 from rag_lsp.errors import ModelIntegrityError, ModelNotFoundError
+from rag_lsp.workspace import load_embedder
 
 
 @pytest.fixture(scope="module")
@@ -108,3 +111,18 @@ def test_a_repeated_query_is_embedded_once(embedder, monkeypatch):
     embedder.embed_query("a third query")  # the first is now the least recently used: evicted
     embedder.embed_query("where are redirects followed?")
     assert len(runs) == 5  # 3 query runs + 1 batch run + the evicted one again
+
+
+def _threads(session) -> int:
+    return session.get_session_options().intra_op_num_threads
+
+
+@pytest.mark.parametrize(("setting", "expected"), [
+    (None, max(1, (os.cpu_count() or 1) - 1)), (0, os.cpu_count() or 1), (1, 1)])
+def test_indexing_session_is_capped_and_queries_keep_every_core(setting, expected):
+    embedder, error = load_embedder(Settings(index_threads=setting))
+    assert error is None
+    assert embedder.index_threads == expected
+    assert _threads(embedder._session) == expected
+    embedder.embed_query("where are redirects followed?")
+    assert _threads(embedder._query_session) == (os.cpu_count() or 1)

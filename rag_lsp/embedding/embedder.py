@@ -36,6 +36,10 @@ class OnnxEmbedder:
     Texts are tokenised once, sorted by length and batched so each batch pads only to its
     own longest member: indexing time is almost all embedding, and padding is wasted work.
     A batch holds at most ``batch_size`` texts and ``max_batch_tokens`` padded tokens.
+
+    ``threads`` (default: every core) serves search queries; ``index_threads`` (default:
+    ``threads``) caps the session that embeds in bulk, so indexing can leave a core to the
+    editor while a search still gets them all.
     """
 
     def __init__(
@@ -45,6 +49,7 @@ class OnnxEmbedder:
         batch_size: int = DEFAULT_BATCH_SIZE,
         max_batch_tokens: int = MAX_BATCH_TOKENS,
         threads: int | None = None,
+        index_threads: int | None = None,
         verify: bool = True,
     ):
         manifest = load_manifest()
@@ -59,8 +64,9 @@ class OnnxEmbedder:
         # Batches are padded by _run; the tokenizer is never reconfigured after this, so
         # indexing and search threads can share it.
         self._tokenizer.no_padding()
-        self._threads = threads or os.cpu_count() or 1
-        self._session = self._new_session(spinning=True)
+        self.threads = threads or os.cpu_count() or 1
+        self.index_threads = index_threads or self.threads
+        self._session = self._new_session(self.index_threads, spinning=True)
         self._query_session: ort.InferenceSession | None = None
         self._query_session_lock = threading.Lock()
         # Typing in a search box asks the same query again and again (a pause, a backspace):
@@ -71,12 +77,12 @@ class OnnxEmbedder:
         self._background_lock = threading.Lock()
         self._background_runs: set[ort.RunOptions] = set()
 
-    def _new_session(self, *, spinning: bool) -> ort.InferenceSession:
-        """A session on every core. ``spinning``: its threads busy-wait between calls, which
-        speeds up back-to-back batches but would keep both cores busy for a while after each
-        lone query (slowing the index lookups that follow it by ~15 ms on two cores)."""
+    def _new_session(self, threads: int, *, spinning: bool) -> ort.InferenceSession:
+        """A session on ``threads`` threads. ``spinning``: its threads busy-wait between calls,
+        which speeds up back-to-back batches but would keep both cores busy for a while after
+        each lone query (slowing the index lookups that follow it by ~15 ms on two cores)."""
         options = ort.SessionOptions()
-        options.intra_op_num_threads = self._threads
+        options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         if not spinning:
@@ -157,7 +163,7 @@ class OnnxEmbedder:
                 return known
         with self._query_session_lock:
             if self._query_session is None:
-                self._query_session = self._new_session(spinning=False)
+                self._query_session = self._new_session(self.threads, spinning=False)
         ids = self._tokenizer.encode_batch([text])[0].ids
         vector = self._run([ids], session=self._query_session)[0]
         vector.setflags(write=False)  # shared by every search of this text

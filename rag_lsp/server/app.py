@@ -144,7 +144,8 @@ class RagServer(LanguageServer):
         return folders or ([root] if root else [])
 
     async def _load_model(self) -> None:
-        key = (self.settings.model_dir, self.settings.embed_batch_size)
+        key = (self.settings.model_dir, self.settings.embed_batch_size,
+               self.settings.index_threads)
         if key == self._model_key:
             return
         from rag_lsp.workspace import load_embedder  # numpy, onnxruntime: after `initialize`

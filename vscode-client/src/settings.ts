@@ -9,7 +9,7 @@ export const SERVER_SETTINGS = [
   "rankLexicalWeight", "rankIdentifierLexicalWeight", "rankDefinitionBoost", "rankPathBoost",
   "rankFileAgreement", "rankTestPrior", "rankDocsPrior", "rankExamplePrior", "rankLegacyPrior",
   "rankGeneratedPrior", "rankDataPrior", "rankReexportPrior",
-  "indexPath", "modelDir", "embedBatchSize", "extraModes",
+  "indexPath", "modelDir", "embedBatchSize", "indexThreads", "extraModes",
 ] as const;
 
 export const SECTION = "ragLsp";
