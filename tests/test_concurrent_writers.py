@@ -252,24 +252,6 @@ def test_a_server_waits_for_another_writer_and_says_for_whom(sample_root):
         server.close()
 
 
-def test_a_server_rebuilds_an_index_damaged_under_it(sample_root):
-    """Data files lost while the server runs: the next search says so and starts a rebuild;
-    once the folder is ready again, searches answer."""
-    server = RawServer(sample_root)
-    try:
-        server.wait_for_state("ready")
-        for data in (sample_root / ".rag-lsp" / "chunks.lance" / "data").iterdir():
-            data.unlink()
-        server.notifications.clear()
-        answer = server.request("rag/search", {"query": "follow_redirects", "mode": "lexical"})
-        assert answer["error"]["data"]["kind"] == "index-corrupt", answer
-        assert "being rebuilt" in answer["error"]["message"]
-        server.wait_for_state("ready")
-        assert _search_paths(server, "follow_redirects")[:1] == ["src/http/client.py"]
-    finally:
-        server.close()
-
-
 def test_closing_a_folder_with_a_queued_rebuild_reports_no_error(sample_root):
     server = RawServer(sample_root)
     try:
