@@ -250,22 +250,3 @@ def test_a_server_waits_for_another_writer_and_says_for_whom(sample_root):
     finally:
         lock.release()
         server.close()
-
-
-def test_closing_a_folder_with_a_queued_rebuild_reports_no_error(sample_root):
-    server = RawServer(sample_root)
-    try:
-        server.wait_for_state("ready")
-        server.notifications.clear()
-        for _ in range(3):  # a run, and rebuilds queued behind it
-            server.request("rag/reindex", {"full": True})
-        server.notify("workspace/didChangeWorkspaceFolders", {"event": {
-            "added": [], "removed": [{"uri": sample_root.as_uri(), "name": "repo"}]}})
-        time.sleep(3)
-        status = server.request("rag/status", {})["result"]
-    finally:
-        server.close()
-    assert status["folders"] == []
-    errors = [n["params"]["message"] for n in server.notifications
-              if n["method"] == "window/showMessage" and n["params"]["type"] == 1]
-    assert errors == []
