@@ -7,15 +7,12 @@ watcher threads are the real ones; ``test_neovim_client`` drives the real proces
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections.abc import Awaitable, Callable
-
 import pytest
 
 from rag_lsp.server.methods import RAG_SEARCH, RAG_STATUS
 from tests.conftest import write_files
 from tests.inprocess_lsp import InProcessServer, capabilities_of
+from tests.lsp_support import paths_of, wait_until
 
 FRONTEND = {
     "ui/forms.js": "function validateSignupForm(form) { return form.email.includes('@'); }\n",
@@ -51,17 +48,6 @@ async def nvim_like(folders, embedder):
 
 async def search(lsp: InProcessServer, query: str, **params) -> dict:
     return await lsp.result(RAG_SEARCH, {"query": query, **params})
-
-
-def paths_of(result: dict) -> list[str]:
-    return [r["path"] for r in result["results"]]
-
-
-async def wait_until(check: Callable[[], Awaitable[object]], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not await check():
-        assert time.monotonic() < deadline, f"{what} not met within {timeout} s"
-        await asyncio.sleep(0.05)
 
 
 def _folders_changed(added: list, removed: list) -> dict:
