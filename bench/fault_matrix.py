@@ -68,7 +68,8 @@ MATRIX: list[tuple[str, str, str, list[str]]] = [
       T + "test_indexing.py::test_a_corrupt_manifest_is_rebuilt_by_the_next_index_run"]),
     ("damage", "index data files deleted while the server runs",
      "search: index-corrupt, \"being rebuilt\"; ready again, search answers",
-     [T + "test_concurrent_writers.py::test_a_server_rebuilds_an_index_damaged_under_it"]),
+     [T + "test_server_degraded.py::"
+          "test_an_index_damaged_under_the_server_is_reported_and_rebuilt"]),
     ("damage", "garbage in the middle of a data file (read back as vectors and text, "
                "no LanceDB error), size and mtime kept or not",
      "search: exit 1, the file named and the fix; index/server run rebuilds by itself, "
@@ -122,15 +123,14 @@ MATRIX: list[tuple[str, str, str, list[str]]] = [
      [T + "test_error_model.py::"
           "test_a_mode_declared_in_the_folder_settings_is_accepted_as_by_the_cli"]),
     ("protocol", "requests before initialize", "-32002 at once, from every method",
-     [T + "test_server_stdio.py::test_a_request_before_initialize_is_refused_at_once",
-      T + "test_error_model.py::test_every_method_before_initialize_gets_server_not_initialized"]),
+     [T + "test_error_model.py::test_every_method_before_initialize_gets_server_not_initialized"]),
     ("protocol", "malformed frames: bad/lower-case/negative Content-Length, bad JSON, batch, "
                  "jsonrpc 1.0, object id, deep nesting, stalled or oversized body",
      "-32700/-32600 each, next message served, never wedged",
      [T + "test_server_framing.py"]),
     ("lifecycle", "a folder removed while rebuilds are queued on it",
      "the folder closes, no error shown",
-     [T + "test_concurrent_writers.py::"
+     [T + "test_server_jobs.py::"
           "test_closing_a_folder_with_a_queued_rebuild_reports_no_error"]),
     ("lifecycle", "stdin closed mid-indexing", "server exits within seconds",
      [T + "test_server_stdio.py::test_the_server_exits_soon_after_its_client_goes_away_mid_index"]),

@@ -1,4 +1,6 @@
-"""The `rag-lsp` command as a user runs it: a real process, real model, real index."""
+"""The `rag-lsp` command: real model, real index. A command's behaviour is checked through
+``main()`` in this process (``inprocess_cli``); the command as a shell runs it — a real
+process, its exit status, stdout and stderr — in the subprocess tests (``rag_process``)."""
 
 from __future__ import annotations
 
@@ -11,16 +13,23 @@ from pathlib import Path
 import pytest
 
 from .conftest import make_sample_root
+from .inprocess_cli import rag, share_model
 
 RESULT_KEYS = {"path", "start_line", "end_line", "score", "kind", "symbol", "language",
                "ranges", "snippet"}
 
 
-def rag(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "rag_lsp", *args], capture_output=True, text=True, cwd=cwd,
-        timeout=300,
-    )
+def rag_process(*args: str) -> subprocess.CompletedProcess:
+    """``rag-lsp ARGS`` in a new process, as a shell runs it."""
+    return subprocess.run([sys.executable, "-m", "rag_lsp", *args], capture_output=True,
+                          text=True, timeout=300)
+
+
+@pytest.fixture
+def cli(monkeypatch, embedder):
+    """Run a command in this process (with the session's model)."""
+    share_model(monkeypatch, embedder)
+    return rag
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +38,8 @@ def repo(tmp_path_factory) -> Path:
 
 
 def test_search_without_index_indexes_first_and_prints_json(sample_root):
-    proc = rag("search", "where are redirects followed?", "--root", str(sample_root), "--json")
+    proc = rag_process("search", "where are redirects followed?", "--root", str(sample_root),
+                       "--json")
     assert proc.returncode == 0, proc.stderr
     payload = json.loads(proc.stdout)
     assert set(payload) >= {"query", "took_ms", "results"}
@@ -47,18 +57,18 @@ def test_search_without_index_indexes_first_and_prints_json(sample_root):
     assert "indexing" in proc.stderr
 
 
-def test_index_prints_a_summary_and_reuses_everything_next_time(repo):
-    rag("index", str(repo))
-    proc = rag("index", str(repo))
+def test_index_prints_a_summary_and_reuses_everything_next_time(cli, repo):
+    cli("index", str(repo))
+    proc = cli("index", str(repo))
     assert proc.returncode == 0, proc.stderr
     assert "files scanned" in proc.stdout
     assert re.search(r"chunks in the index; 0 embedded", proc.stdout), proc.stdout
-    proc = rag("index", str(repo), "--json")
+    proc = cli("index", str(repo), "--json")
     report = json.loads(proc.stdout)
     assert report["files_unchanged"] == 5 and report["chunks_embedded"] == 0
 
 
-def test_batch_search_prints_one_line_per_query(repo, tmp_path):
+def test_batch_search_prints_one_line_per_query(cli, repo, tmp_path):
     batch = tmp_path / "queries.jsonl"
     batch.write_text(
         '{"id": "q1", "query": "hash a password"}\n'
@@ -66,7 +76,7 @@ def test_batch_search_prints_one_line_per_query(repo, tmp_path):
         "not json\n",
         encoding="utf-8",
     )
-    proc = rag("search", "--batch", str(batch), "--root", str(repo), "--json", "-k", "2")
+    proc = cli("search", "--batch", str(batch), "--root", str(repo), "--json", "-k", "2")
     lines = [json.loads(line) for line in proc.stdout.splitlines()]
     assert [line["id"] for line in lines] == ["q1", 2, None]
     assert lines[0]["results"][0]["path"] == "src/auth/passwords.py"
@@ -76,38 +86,38 @@ def test_batch_search_prints_one_line_per_query(repo, tmp_path):
     assert proc.returncode == 1  # one query failed
 
 
-def test_status_json(repo):
-    rag("index", str(repo))  # whatever ran before (or did not)
-    proc = rag("status", str(repo), "--json")
+def test_status_json(cli, repo):
+    cli("index", str(repo))  # whatever ran before (or did not)
+    proc = cli("status", str(repo), "--json")
     assert proc.returncode == 0, proc.stderr
     status = json.loads(proc.stdout)
     assert status["files"] == 5 and status["indexed"] is True
     assert status["dimension"] == 384 and status["last_indexed_at"]
 
 
-def test_invalid_settings_name_the_setting_and_rule(tmp_path):
+def test_invalid_settings_name_the_setting_and_rule(cli, tmp_path):
     (tmp_path / ".rag-lsp.json").write_text('{"chunkTokens": 1000, "searchMode": "fuzzy"}')
-    proc = rag("index", str(tmp_path))
+    proc = cli("index", str(tmp_path))
     assert proc.returncode == 1
     assert "`chunkTokens` = 1000" in proc.stderr and "at most 254" in proc.stderr
     assert "`searchMode`" in proc.stderr and "'hybrid'" in proc.stderr
 
 
-def test_bad_flag_value_names_the_flag(repo):
-    proc = rag("search", "x", "--root", str(repo), "-k", "0", "--json")
+def test_bad_flag_value_names_the_flag(cli, repo):
+    proc = cli("search", "x", "--root", str(repo), "-k", "0", "--json")
     assert proc.returncode == 1
     assert "`topK` = 0 in -k" in json.loads(proc.stdout)["error"]
 
 
-def test_missing_model_dir_says_how_to_get_the_model(repo, tmp_path):
-    proc = rag("index", str(repo), "--model-dir", str(tmp_path / "none"))
+def test_missing_model_dir_says_how_to_get_the_model(cli, repo, tmp_path):
+    proc = cli("index", str(repo), "--model-dir", str(tmp_path / "none"))
     assert proc.returncode == 1
     assert "rag-lsp model install" in proc.stderr
 
 
-def test_search_without_model_answers_lexically_and_warns(repo, tmp_path):
-    rag("index", str(repo))
-    proc = rag("search", "redirects", "--root", str(repo), "--model-dir", str(tmp_path / "none"),
+def test_search_without_model_answers_lexically_and_warns(cli, repo, tmp_path):
+    cli("index", str(repo))
+    proc = cli("search", "redirects", "--root", str(repo), "--model-dir", str(tmp_path / "none"),
                "--json")
     assert proc.returncode == 0, proc.stderr
     payload = json.loads(proc.stdout)
@@ -116,37 +126,37 @@ def test_search_without_model_answers_lexically_and_warns(repo, tmp_path):
 
 
 def test_unknown_kind_is_rejected_with_the_choices(repo):
-    proc = rag("search", "x", "--root", str(repo), "--kind", "func")
+    proc = rag_process("search", "x", "--root", str(repo), "--kind", "func")
     assert proc.returncode == 2 and "invalid choice: 'func'" in proc.stderr
 
 
 def test_missing_root_is_a_clear_error(tmp_path):
-    proc = rag("index", str(tmp_path / "absent"))
+    proc = rag_process("index", str(tmp_path / "absent"))
     assert proc.returncode == 1 and "not a directory" in proc.stderr
 
 
 @pytest.mark.parametrize("command", [[], ["index"], ["search"], ["status"], ["model"],
                                      ["model", "install"], ["model", "status"]])
 def test_every_command_has_help(command):
-    proc = rag(*command, "--help")
+    proc = rag_process(*command, "--help")
     assert proc.returncode == 0 and "usage: rag-lsp" in proc.stdout
 
 
-def test_model_status_and_idempotent_install():
-    status = rag("model", "status", "--json")
+def test_model_status_and_idempotent_install(cli):
+    status = cli("model", "status", "--json")
     assert status.returncode == 0 and json.loads(status.stdout)["ok"] is True
-    install = rag("model", "install", "--json")
+    install = cli("model", "install", "--json")
     assert install.returncode == 0, install.stderr
     assert json.loads(install.stdout)["installed"] is False
     assert "already installed" in install.stderr
 
 
-def test_search_on_an_index_of_an_older_format_rebuilds_it_first(sample_root):
+def test_search_on_an_index_of_an_older_format_rebuilds_it_first(cli, sample_root):
     root = sample_root
-    assert rag("index", str(root)).returncode == 0
+    assert cli("index", str(root)).returncode == 0
     manifest = root / ".rag-lsp" / "manifest.json"
     manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "schema_version": 1}))
-    proc = rag("search", "where are redirects followed?", "--root", str(root), "--json")
+    proc = cli("search", "where are redirects followed?", "--root", str(root), "--json")
     assert proc.returncode == 0, proc.stderr
     assert "has format 1, from an older rag-lsp; rebuilding it first" in proc.stderr
     assert json.loads(proc.stdout)["results"][0]["path"] == "src/http/client.py"

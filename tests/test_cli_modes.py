@@ -1,4 +1,5 @@
-"""`rag-lsp context` and `rag-lsp kb` as a user runs them (subprocesses, real model)."""
+"""`rag-lsp context` and `rag-lsp kb`: what they print and how they exit (real model), run
+through ``main()`` in this process (``inprocess_cli``); ``test_cli`` runs the real process."""
 
 from __future__ import annotations
 
@@ -7,14 +8,21 @@ import json
 import pytest
 
 from .conftest import make_sample_root
-from .test_cli import rag
+from .inprocess_cli import rag, share_model
 
 
 @pytest.fixture(scope="module")
-def repo(tmp_path_factory):
+def repo(tmp_path_factory, embedder):
     root = make_sample_root(tmp_path_factory.mktemp("cli-modes"))
-    assert rag("index", str(root)).returncode == 0
+    with pytest.MonkeyPatch.context() as patch:
+        share_model(patch, embedder)
+        assert rag("index", str(root)).returncode == 0
     return root
+
+
+@pytest.fixture(autouse=True)
+def _shared_model(monkeypatch, embedder):
+    share_model(monkeypatch, embedder)
 
 
 def test_context_prints_attributed_markdown_within_the_budget(repo):

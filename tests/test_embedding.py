@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections import OrderedDict
 
 import numpy as np
 import pytest
@@ -103,6 +104,8 @@ def test_a_repeated_query_is_embedded_once(embedder, monkeypatch):
 
     monkeypatch.setattr(embedder, "_run", counted)
     monkeypatch.setattr(module, "QUERY_CACHE_SIZE", 2)
+    # The session's model is shared: start from an empty cache, whatever ran before.
+    monkeypatch.setattr(embedder, "_query_vectors", OrderedDict())
     first = embedder.embed_query("where are redirects followed?")
     again = embedder.embed_query("where are redirects followed?")
     assert len(runs) == 1 and again is first and not first.flags.writeable

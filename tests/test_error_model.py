@@ -1,11 +1,13 @@
 """One error model: the same bad input gets the same code from every ``rag/*`` method, and
-every engine error type maps to one documented code and kind (rag_lsp/server/errors.py)."""
+every engine error type maps to one documented code and kind (rag_lsp/server/errors.py).
+
+The server runs in this process (``inprocess_lsp``): these are answers to requests, which the
+stdio process carries unchanged (``test_server_stdio``, ``test_server_e2e``)."""
 
 from __future__ import annotations
 
 import errno
-import subprocess
-import sys
+import time
 
 import pytest
 
@@ -13,8 +15,7 @@ from rag_lsp import errors
 from rag_lsp.server.errors import request_error
 from rag_lsp.server.methods import REQUESTS
 
-from .raw_lsp import RawServer, frame
-from .test_server_stdio import parse_frames
+from .inprocess_lsp import InProcessServer
 
 VALID = {
     "rag/search": {"query": "x"},
@@ -40,50 +41,48 @@ def _error(answer: dict) -> tuple[int, str | None]:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
+async def server(tmp_path_factory, embedder):
     root = tmp_path_factory.mktemp("errors")
     (root / "a.py").write_text("def a():\n    return 1\n", encoding="utf-8")
-    server = RawServer(root)
-    server.wait_for_state("ready")
-    yield server
-    server.close()
+    async with InProcessServer(embedder=embedder) as lsp:
+        await lsp.start(root, options={})
+        await lsp.wait_for_state("ready")
+        yield lsp
 
 
 @pytest.mark.parametrize("bad", ["not an object", [1, 2], {"unknownField": 1}],
                          ids=["string", "array", "unknown field"])
-def test_the_same_bad_params_get_the_same_code_from_every_method(server, bad):
-    codes = {method: _error(server.request(method, bad)) for method in REQUESTS}
+async def test_the_same_bad_params_get_the_same_code_from_every_method(server, bad):
+    codes = {method: _error(await server.request(method, bad)) for method in REQUESTS}
     assert set(codes.values()) == {(-32602, "bad-input")}, codes
 
 
-def test_an_unknown_mode_is_bad_input_for_every_method_that_takes_one(server):
+async def test_an_unknown_mode_is_bad_input_for_every_method_that_takes_one(server):
     with_mode = [m for m, params in VALID.items() if "mode" in params]
-    codes = {m: _error(server.request(m, {**VALID[m], "mode": "no-such-mode"}))
+    codes = {m: _error(await server.request(m, {**VALID[m], "mode": "no-such-mode"}))
              for m in with_mode}
     assert set(codes.values()) == {(-32602, "bad-input")}, codes
 
 
-def test_a_disabled_server_refuses_every_method_but_status_the_same_way(tmp_path):
-    server = RawServer(tmp_path, {"enabled": False})
-    try:
-        answers = {m: server.request(m, params) for m, params in VALID.items()}
-    finally:
-        server.close()
+async def test_a_disabled_server_refuses_every_method_but_status_the_same_way(tmp_path,
+                                                                              embedder):
+    async with InProcessServer(embedder=embedder) as lsp:
+        await lsp.start(tmp_path, options={"enabled": False})
+        answers = {m: await lsp.request(m, params) for m, params in VALID.items()}
     assert "result" in answers.pop("rag/status")
     codes = {m: _error(a) for m, a in answers.items()}
     assert set(codes.values()) == {(-32803, "disabled")}, codes
 
 
-def test_every_method_before_initialize_gets_server_not_initialized():
-    requests = b"".join(frame({"jsonrpc": "2.0", "id": n, "method": m, "params": VALID[m]})
-                        for n, m in enumerate(REQUESTS, start=1))
-    process = subprocess.Popen([sys.executable, "-m", "rag_lsp", "serve"],
-                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                               stderr=subprocess.DEVNULL)
-    stdout, _ = process.communicate(requests, timeout=60)
-    replies = {m.get("id"): m for m in parse_frames(stdout)}
-    codes = {method: _error(replies[n]) for n, method in enumerate(REQUESTS, start=1)}
+async def test_every_method_before_initialize_gets_server_not_initialized():
+    async with InProcessServer() as lsp:
+        started = time.monotonic()
+        replies = {m: await lsp.request(m, VALID[m]) for m in REQUESTS}
+    codes = {method: _error(reply) for method, reply in replies.items()}
     assert set(codes.values()) == {(-32002, "not-initialized")}, codes
+    # At once, not after a wait for a start-up that never comes; and saying what to do.
+    assert time.monotonic() - started < 20
+    assert "send `initialize`" in replies["rag/kb.list"]["error"]["message"]
 
 
 @pytest.mark.parametrize(("raised", "code", "kind", "retryable"), [
@@ -131,15 +130,14 @@ def test_the_errors_schema_lists_every_kind_and_code_the_server_uses():
         validator.validate({"code": error.code, "message": error.message, "data": error.data})
 
 
-def test_a_mode_declared_in_the_folder_settings_is_accepted_as_by_the_cli(tmp_path):
+async def test_a_mode_declared_in_the_folder_settings_is_accepted_as_by_the_cli(tmp_path,
+                                                                                embedder):
     """`.rag-lsp.json` with extraModes: the CLI accepted the mode, the server refused it."""
     (tmp_path / ".rag-lsp.json").write_text('{"extraModes": ["review"]}', encoding="utf-8")
     (tmp_path / "a.py").write_text("def a():\n    return 1\n", encoding="utf-8")
-    server = RawServer(tmp_path)
-    try:
-        listed = server.request("rag/kb.list", {"mode": "review"})
-        unknown = server.request("rag/kb.list", {"mode": "no-such-mode"})
-    finally:
-        server.close()
+    async with InProcessServer(embedder=embedder) as lsp:
+        await lsp.start(tmp_path, options={})
+        listed = await lsp.request("rag/kb.list", {"mode": "review"})
+        unknown = await lsp.request("rag/kb.list", {"mode": "no-such-mode"})
     assert listed.get("result") == {"entries": [], "total": 0}, listed
     assert _error(unknown) == (-32602, "bad-input")

@@ -13,10 +13,12 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from rag_lsp.indexing.progress import IndexProgress
 from rag_lsp.store import staging
+from rag_lsp.store.lance_store import ChunkStore
 from rag_lsp.store.manifest import IndexManifest
 from rag_lsp.workspace import REBUILD_NOTE, Workspace
 
@@ -130,6 +132,44 @@ def test_a_damaged_index_is_still_dropped_and_rebuilt_in_place(workspace):
     assert report.files_indexed == 5
     assert not any(REBUILD_NOTE in line for line in seen)  # nothing usable to search meanwhile
     assert _paths(workspace, "follow redirects")[:1] == ["src/http/client.py"]
+
+
+def test_a_read_a_swap_lands_in_is_not_paired_with_the_old_tables_vectors(workspace,
+                                                                          sample_root,
+                                                                          monkeypatch):
+    """A reader holds the old tables' vectors in memory; a rebuild is swapped in between its
+    "moved?" check and its read. Both builds are at the same table version, so the old
+    vectors look current: the new tables' rows must not be matched by row id with them (a
+    search in another process answered app.js for "follow redirects")."""
+    dim = workspace.embedder.dimension
+    reader = ChunkStore(workspace.index_dir, dim)
+    deadline = time.monotonic() + 60
+    while reader._vectors_in_memory() is None:  # loaded in the background
+        assert time.monotonic() < deadline, "the vectors never loaded into memory"
+        time.sleep(0.02)
+    version = reader.version()
+    _change_the_folder(sample_root)
+    workspace.index(full=True)
+    assert reader.moved() and reader.version() == version  # what makes the old vectors look current
+    fresh = ChunkStore(workspace.index_dir, dim)  # opened on the new build
+    query = workspace.embedder.embed_query("follow redirects")
+    nearest = [row["id"] for row in fresh.vector_search(query, 3)]
+    lexical = {row["id"]: row["vector"] for row in fresh.text_search("count_zebra_stripes", 5)}
+    assert nearest[0].startswith("src/http/client.py") and lexical
+
+    checks: list[bool] = []
+    really_moved = ChunkStore.moved
+
+    def swapped_right_after_the_first_check(store: ChunkStore) -> bool:
+        checks.append(True)
+        return len(checks) > 1 and really_moved(store)
+
+    monkeypatch.setattr(ChunkStore, "moved", swapped_right_after_the_first_check)
+    assert [row["id"] for row in reader.vector_search(query, 3)] == nearest
+    checks.clear()
+    rows = reader.text_search("count_zebra_stripes", 5)
+    assert [row["id"] for row in rows] == list(lexical)
+    assert all(np.allclose(row["vector"], lexical[row["id"]]) for row in rows)
 
 
 READER = """

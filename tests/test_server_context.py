@@ -1,15 +1,18 @@
-"""Mode context and knowledge bases through the real server (real model, real LanceDB)."""
+"""Mode context and knowledge bases through the server (real model, real LanceDB), run in this
+process (``inprocess_lsp``) with VS Code's capabilities: what a request answers does not
+depend on the pipe it came through (``test_server_e2e`` proves the process).
+
+Tests that only read share one server; a test that writes (knowledge, files) has a server
+and a copy of the workspace of its own, so no test depends on another or on their order."""
 
 from __future__ import annotations
 
 import re
+import shutil
 
 import pytest
-import pytest_lsp
-from lsprotocol import types
-from pygls.exceptions import JsonRpcException
-from pytest_lsp import LanguageClient
 
+from rag_lsp.config import Settings
 from rag_lsp.server.methods import (
     RAG_INJECT_CONTEXT,
     RAG_KB_ADD,
@@ -18,9 +21,9 @@ from rag_lsp.server.methods import (
     RAG_KB_LIST,
     RAG_KB_SEARCH,
 )
-from rag_lsp.server.protocol import problems
+from rag_lsp.workspace import Workspace
 from tests.conftest import SAMPLE_FILES, write_files
-from tests.lsp_support import SERVER, Recorder, initialize_params, plain, send_file_events
+from tests.inprocess_lsp import InProcessServer, capabilities_of
 
 MODES = ("debugger", "security", "performance", "planning")
 MODE_FILES = {
@@ -64,27 +67,57 @@ MODE_FILES = {
 }
 
 
-@pytest.fixture(scope="session")
-def context_repo(tmp_path_factory):
-    root = tmp_path_factory.mktemp("context") / "repo"
+OPTIONS = {"extraModes": ["review"]}
+
+
+def _context_files(root):
     write_files(root, {**SAMPLE_FILES, **MODE_FILES})
     return root
 
 
-@pytest_lsp.fixture(config=SERVER, scope="session")
-async def ctx(lsp_client: LanguageClient, context_repo):
-    lsp_client.recorder = Recorder(lsp_client)
-    await lsp_client.initialize_session(
-        initialize_params([context_repo], {"extraModes": ["review"]}))
-    await lsp_client.recorder.wait_for_state("ready")
-    yield
-    await lsp_client.shutdown_session()
+async def _serving(root, embedder):
+    """The server on ``root`` (VS Code's capabilities, ``OPTIONS``), once it is ready."""
+    async with InProcessServer(embedder=embedder, answer_requests=True) as lsp:
+        await lsp.start(root, capabilities_of("visual-studio-code"), OPTIONS)
+        await lsp.wait_for_state("ready")
+        yield lsp
+        assert lsp.shown_errors() == []
 
 
-async def request(client, method: str, params: dict) -> dict:
-    result = plain(await client.protocol.send_request_async(method, params))
-    assert problems(method, "result", result) == [], result
-    return result
+@pytest.fixture(scope="module")
+def context_repo(tmp_path_factory):
+    return _context_files(tmp_path_factory.mktemp("context") / "repo")
+
+
+@pytest.fixture(scope="module")
+async def ctx(context_repo, embedder):
+    """The server the reading tests share: nothing they send changes what it holds."""
+    async for lsp in _serving(context_repo, embedder):
+        yield lsp
+
+
+@pytest.fixture(scope="module")
+def indexed_template(tmp_path_factory, embedder):
+    root = _context_files(tmp_path_factory.mktemp("context-template") / "repo")
+    Workspace.open(root, Settings.from_dict({}), embedder=embedder).index()
+    return root
+
+
+@pytest.fixture
+def own_repo(tmp_path, indexed_template):
+    """A copy of the workspace, its index included: the server finds it current at once."""
+    return shutil.copytree(indexed_template, tmp_path / "repo", symlinks=True)
+
+
+@pytest.fixture
+async def own(own_repo, embedder):
+    """A server of the test's own, on its own copy of the workspace: for tests that write."""
+    async for lsp in _serving(own_repo, embedder):
+        yield lsp
+
+
+async def request(lsp: InProcessServer, method: str, params: dict) -> dict:
+    return await lsp.result(method, params)  # checked against the result schema
 
 
 def uri(root, rel: str) -> str:
@@ -161,66 +194,66 @@ async def test_query_is_derived_from_the_active_selection(ctx, context_repo):
     assert result["items"][0]["path"] == "src/jobs/runner.py"
 
 
-async def test_knowledge_add_search_list_by_time_and_clear(ctx):
-    first = await request(ctx, RAG_KB_ADD, {
+async def test_knowledge_add_search_list_by_time_and_clear(own):
+    first = await request(own, RAG_KB_ADD, {
         "mode": "debugger", "title": "Retry storms",
         "content": "Jobs retried on ConnectionError can pile up; the delay doubles each time.",
         "tags": ["jobs"], "sessionId": "s1"})
     assert re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$", first["createdAt"])
-    second = await request(ctx, RAG_KB_ADD, {
+    second = await request(own, RAG_KB_ADD, {
         "mode": "debugger", "content": "The LRU cache evicts the oldest entry when full."})
-    await request(ctx, RAG_KB_ADD, {"mode": "planning", "content": "Move retries into the queue."})
+    await request(own, RAG_KB_ADD, {"mode": "planning", "content": "Move retries into the queue."})
 
-    found = await request(ctx, RAG_KB_SEARCH, {"mode": "debugger",
+    found = await request(own, RAG_KB_SEARCH, {"mode": "debugger",
                                                "query": "why do retries pile up?"})
     assert found["entries"][0]["id"] == first["id"]
     assert all(e["mode"] == "debugger" for e in found["entries"])
 
-    listed = await request(ctx, RAG_KB_LIST, {"mode": "debugger"})
+    listed = await request(own, RAG_KB_LIST, {"mode": "debugger"})
     assert [e["id"] for e in listed["entries"]][:2] == [second["id"], first["id"]]
-    window = await request(ctx, RAG_KB_LIST, {"mode": "debugger",
+    window = await request(own, RAG_KB_LIST, {"mode": "debugger",
                                               "since": second["createdAt"]})
     assert [e["id"] for e in window["entries"]] == [second["id"]]
-    before = await request(ctx, RAG_KB_LIST, {"mode": "debugger",
+    before = await request(own, RAG_KB_LIST, {"mode": "debugger",
                                               "until": first["createdAt"]})
     assert first["id"] in [e["id"] for e in before["entries"]]
     assert second["id"] not in [e["id"] for e in before["entries"]]
 
     # Knowledge is injected with the mode's context, ahead of code.
-    context = await request(ctx, RAG_INJECT_CONTEXT, {
+    context = await request(own, RAG_INJECT_CONTEXT, {
         "mode": "debugger", "query": "retries pile up on connection errors",
         "tokenBudget": 3000})
     assert context["items"][0]["source"] == "knowledge"
     assert context["items"][0]["id"] == first["id"]
 
-    assert (await request(ctx, RAG_KB_DELETE, {"mode": "debugger", "id": second["id"]}))[
+    assert (await request(own, RAG_KB_DELETE, {"mode": "debugger", "id": second["id"]}))[
         "removed"] == 1
-    assert (await request(ctx, RAG_KB_CLEAR, {"mode": "debugger"}))["removed"] >= 1
-    assert (await request(ctx, RAG_KB_LIST, {"mode": "debugger"}))["entries"] == []
-    assert (await request(ctx, RAG_KB_LIST, {"mode": "planning"}))["total"] == 1
-    # Leave nothing behind: later tests rank planning context and must not meet this entry.
-    assert (await request(ctx, RAG_KB_CLEAR, {"mode": "planning"}))["removed"] == 1
+    assert (await request(own, RAG_KB_CLEAR, {"mode": "debugger"}))["removed"] == 1
+    assert (await request(own, RAG_KB_LIST, {"mode": "debugger"}))["entries"] == []
+    assert (await request(own, RAG_KB_LIST, {"mode": "planning"}))["total"] == 1
+    assert (await request(own, RAG_KB_CLEAR, {"mode": "planning"}))["removed"] == 1
 
 
-async def test_editing_anchored_code_marks_the_entry_stale(ctx, context_repo):
-    path = context_repo / "src/reports/totals.py"
-    added = await request(ctx, RAG_KB_ADD, {
+async def test_editing_anchored_code_marks_the_entry_stale(own, own_repo):
+    path = own_repo / "src/reports/totals.py"
+    added = await request(own, RAG_KB_ADD, {
         "mode": "performance", "content": "monthly_totals is linear in the orders.",
         "anchors": [{"uri": path.as_uri(), "range": lsp_lines(1, 7)}]})
-    listed = await request(ctx, RAG_KB_LIST, {"mode": "performance"})
+    listed = await request(own, RAG_KB_LIST, {"mode": "performance"})
     entry = next(e for e in listed["entries"] if e["id"] == added["id"])
     assert entry["stale"] is False and entry["anchors"][0]["path"] == "src/reports/totals.py"
 
     path.write_text(path.read_text().replace("totals.get(key, 0)", "totals.setdefault(key, 0)"))
-    send_file_events(ctx, (path, types.FileChangeType.Changed))
-    listed = await request(ctx, RAG_KB_LIST, {"mode": "performance"})
+    own.notify("workspace/didChangeWatchedFiles",
+               {"changes": [{"uri": path.as_uri(), "type": 2}]})  # Changed
+    listed = await request(own, RAG_KB_LIST, {"mode": "performance"})
     entry = next(e for e in listed["entries"] if e["id"] == added["id"])
     assert entry["stale"] is True and "totals.py" in entry["staleReason"]
 
 
-async def test_extra_modes_from_settings_have_their_own_knowledge(ctx):
-    await request(ctx, RAG_KB_ADD, {"mode": "review", "content": "Prefer small functions."})
-    assert (await request(ctx, RAG_KB_LIST, {"mode": "review"}))["total"] == 1
+async def test_extra_modes_from_settings_have_their_own_knowledge(own):
+    await request(own, RAG_KB_ADD, {"mode": "review", "content": "Prefer small functions."})
+    assert (await request(own, RAG_KB_LIST, {"mode": "review"}))["total"] == 1
 
 
 @pytest.mark.parametrize(("method", "params", "fragment"), [
@@ -234,27 +267,24 @@ async def test_extra_modes_from_settings_have_their_own_knowledge(ctx):
     (RAG_KB_LIST, {"mode": "debugger", "since": "last tuesday"}, "ISO 8601"),
 ])
 async def test_bad_params_get_32602(ctx, method, params, fragment):
-    with pytest.raises(JsonRpcException) as error:
-        await ctx.protocol.send_request_async(method, params)
-    assert error.value.code == -32602 and fragment in error.value.message
+    error = await ctx.error(method, params)
+    assert error["code"] == -32602 and fragment in error["message"]
 
 
 async def test_bad_ranges_get_32602(ctx, context_repo):
     lru = uri(context_repo, "src/cache/lru.py")
-    with pytest.raises(JsonRpcException) as manual:
-        await ctx.protocol.send_request_async(RAG_INJECT_CONTEXT, {
-            "mode": "debugger", "query": "x", "tokenBudget": 100,
-            "manualContext": [{"uri": lru, "range": lsp_lines(400, 410)}]})
-    assert manual.value.code == -32602
-    assert "manualContext[0]" in manual.value.message and "lines" in manual.value.message
-    with pytest.raises(JsonRpcException) as anchor:
-        await ctx.protocol.send_request_async(RAG_KB_ADD, {
-            "mode": "debugger", "content": "x",
-            "anchors": [{"uri": lru, "range": lsp_lines(400, 410)}]})
-    assert anchor.value.code == -32602 and "lru.py" in anchor.value.message
+    manual = await ctx.error(RAG_INJECT_CONTEXT, {
+        "mode": "debugger", "query": "x", "tokenBudget": 100,
+        "manualContext": [{"uri": lru, "range": lsp_lines(400, 410)}]})
+    assert manual["code"] == -32602
+    assert "manualContext[0]" in manual["message"] and "lines" in manual["message"]
+    anchor = await ctx.error(RAG_KB_ADD, {
+        "mode": "debugger", "content": "x",
+        "anchors": [{"uri": lru, "range": lsp_lines(400, 410)}]})
+    assert anchor["code"] == -32602 and "lru.py" in anchor["message"]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def outside_file(tmp_path_factory, context_repo):
     """A secret beside the workspace, and a symlink to it inside the workspace."""
     secret = tmp_path_factory.mktemp("elsewhere") / "secret.txt"
@@ -279,23 +309,21 @@ def _escapes(root, secret) -> list[str]:
 async def test_manual_context_outside_the_workspace_is_refused(ctx, context_repo, outside_file,
                                                                which):
     target = _escapes(context_repo, outside_file)[which]
-    with pytest.raises(JsonRpcException) as error:
-        await ctx.protocol.send_request_async(RAG_INJECT_CONTEXT, {
-            "mode": "security", "query": "password", "tokenBudget": 2000,
-            "manualContext": [target]})
-    assert error.value.code == -32602
-    assert "manualContext[0]" in error.value.message
-    assert "outside the workspace folders" in error.value.message
-    assert "hunter2" not in error.value.message
+    error = await ctx.error(RAG_INJECT_CONTEXT, {
+        "mode": "security", "query": "password", "tokenBudget": 2000,
+        "manualContext": [target]})
+    assert error["code"] == -32602
+    assert "manualContext[0]" in error["message"]
+    assert "outside the workspace folders" in error["message"]
+    assert "hunter2" not in error["message"]
 
 
 async def test_an_active_file_outside_the_workspace_is_never_read(ctx, context_repo,
                                                                   outside_file):
-    with pytest.raises(JsonRpcException) as error:  # nothing to derive a query from
-        await ctx.protocol.send_request_async(RAG_INJECT_CONTEXT, {
-            "mode": "debugger", "tokenBudget": 2000,
-            "activeFile": {"uri": outside_file.as_uri()}})
-    assert error.value.code == -32602 and "outside the workspace folders" in error.value.message
+    error = await ctx.error(RAG_INJECT_CONTEXT, {  # nothing to derive a query from
+        "mode": "debugger", "tokenBudget": 2000,
+        "activeFile": {"uri": outside_file.as_uri()}})
+    assert error["code"] == -32602 and "outside the workspace folders" in error["message"]
     result = await request(ctx, RAG_INJECT_CONTEXT, {  # with a query: it works, unread
         "mode": "debugger", "query": "retry failed jobs", "tokenBudget": 2000,
         "activeFile": {"uri": outside_file.as_uri()}})
@@ -304,13 +332,12 @@ async def test_an_active_file_outside_the_workspace_is_never_read(ctx, context_r
 
 
 async def test_a_selection_past_the_end_of_the_active_file_gets_32602(ctx, context_repo):
-    with pytest.raises(JsonRpcException) as error:
-        await ctx.protocol.send_request_async(RAG_INJECT_CONTEXT, {
-            "mode": "debugger", "tokenBudget": 2000,
-            "activeFile": {"uri": uri(context_repo, "src/jobs/runner.py"),
-                           "selection": lsp_lines(500, 510)}})
-    assert error.value.code == -32602
-    assert "activeFile.selection: lines 500-510" in error.value.message
+    error = await ctx.error(RAG_INJECT_CONTEXT, {
+        "mode": "debugger", "tokenBudget": 2000,
+        "activeFile": {"uri": uri(context_repo, "src/jobs/runner.py"),
+                       "selection": lsp_lines(500, 510)}})
+    assert error["code"] == -32602
+    assert "activeFile.selection: lines 500-510" in error["message"]
 
 
 @pytest.mark.parametrize("method", [RAG_INJECT_CONTEXT, RAG_KB_SEARCH, "rag/search"])
@@ -318,12 +345,11 @@ async def test_a_huge_query_is_refused_quickly_with_a_short_message(ctx, method)
     params = {"mode": "debugger", "query": "retry " * 400_000, "tokenBudget": 100}
     if method == "rag/search":
         params = {"query": params["query"]}
-    with pytest.raises(JsonRpcException) as error:
-        await ctx.protocol.send_request_async(method, params)
-    assert error.value.code == -32602
-    assert "$.query" in error.value.message
-    assert "must be at most 10,000 characters (got 2,400,000)" in error.value.message
-    assert len(error.value.message) < 500
+    error = await ctx.error(method, params)
+    assert error["code"] == -32602
+    assert "$.query" in error["message"]
+    assert "must be at most 10,000 characters (got 2,400,000)" in error["message"]
+    assert len(error["message"]) < 500
 
 
 async def test_since_after_until_gets_32602(ctx):
@@ -332,18 +358,16 @@ async def test_since_after_until_gets_32602(ctx):
                   "until": "2026-01-01T00:00:00Z"}
         if method == RAG_KB_SEARCH:
             params["query"] = "retries"
-        with pytest.raises(JsonRpcException) as error:
-            await ctx.protocol.send_request_async(method, params)
-        assert error.value.code == -32602 and "is after $.until" in error.value.message
+        error = await ctx.error(method, params)
+        assert error["code"] == -32602 and "is after $.until" in error["message"]
 
 
 @pytest.mark.parametrize("which", range(4))
 async def test_an_anchor_outside_the_workspace_gets_32602(ctx, context_repo, outside_file,
                                                           which):
     target = _escapes(context_repo, outside_file)[which]
-    with pytest.raises(JsonRpcException) as error:
-        await ctx.protocol.send_request_async(RAG_KB_ADD, {
-            "mode": "debugger", "content": "x",
-            "anchors": [{"uri": target, "range": lsp_lines(1, 1)}]})
-    assert error.value.code == -32602
-    assert "$.anchors[0].uri" in error.value.message
+    error = await ctx.error(RAG_KB_ADD, {
+        "mode": "debugger", "content": "x",
+        "anchors": [{"uri": target, "range": lsp_lines(1, 1)}]})
+    assert error["code"] == -32602
+    assert "$.anchors[0].uri" in error["message"]

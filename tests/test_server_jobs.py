@@ -241,3 +241,21 @@ async def test_closing_mid_index_cancels_the_run_at_once_and_writes_no_later_bat
         status = Workspace.open(root, embedder=lsp.server.embedder).status()
         assert (status.files, status.chunks) == (files, chunks)
         assert _problems(caplog, lsp) == []
+
+
+async def test_closing_a_folder_with_a_queued_rebuild_reports_no_error(sample_root, caplog,
+                                                                     embedder):
+    async with InProcessServer(embedder=embedder) as lsp:
+        await lsp.start(sample_root, options={})
+        await lsp.wait_for_state("ready")
+        (folder,) = lsp.server.folders.values()
+        for _ in range(3):  # a run, and rebuilds queued behind it
+            assert "result" in await lsp.request("rag/reindex", {"full": True})
+        lsp.notify("workspace/didChangeWorkspaceFolders", _folder_removed(sample_root))
+        await until(lambda: folder.jobs.closed, timeout=5)
+        await folder.jobs.stopped()  # the write under way finished; the queued ones dropped
+        await until(lambda: folder.jobs.run is None or folder.jobs.run.done(), timeout=5)
+        await asyncio.sleep(1)  # whatever the cancelled work reports on its way out lands
+        status = await lsp.result("rag/status", {})
+        assert status["folders"] == []
+        assert _problems(caplog, lsp) == []

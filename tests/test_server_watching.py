@@ -1,24 +1,18 @@
 """A client that cannot register file watchers (Neovim 0.7's capabilities): the server watches
-the folders itself. Two workspace folders, an absolute indexPath, folders added and removed."""
+the folders itself. Two workspace folders, an absolute indexPath, folders added and removed.
+
+The server runs in this process (``inprocess_lsp``), one per test on folders of its own: its
+watcher threads are the real ones; ``test_neovim_client`` drives the real process from Neovim.
+"""
 
 from __future__ import annotations
 
 import pytest
-import pytest_lsp
-from lsprotocol import types
-from pytest_lsp import LanguageClient
 
-from rag_lsp.server.methods import RAG_STATUS
+from rag_lsp.server.methods import RAG_SEARCH, RAG_STATUS
 from tests.conftest import write_files
-from tests.lsp_support import (
-    SERVER,
-    Recorder,
-    initialize_params,
-    paths_of,
-    plain,
-    search,
-    wait_until,
-)
+from tests.inprocess_lsp import InProcessServer, capabilities_of
+from tests.lsp_support import paths_of, wait_until
 
 FRONTEND = {
     "ui/forms.js": "function validateSignupForm(form) { return form.email.includes('@'); }\n",
@@ -33,32 +27,36 @@ EXTRA = {
 }
 
 
-@pytest.fixture(scope="session")
-def folders(tmp_path_factory):
-    base = tmp_path_factory.mktemp("multi")
+@pytest.fixture
+def folders(tmp_path):
     roots = {}
     for name, files in (("frontend", FRONTEND), ("backend", BACKEND), ("extra", EXTRA)):
-        roots[name] = base / name
+        roots[name] = tmp_path / name
         write_files(roots[name], files)
-    roots["store"] = base / "editor-storage"
+    roots["store"] = tmp_path / "editor-storage"
     return roots
 
 
-@pytest_lsp.fixture(config=SERVER, scope="session")
-async def nvim_like(lsp_client: LanguageClient, folders):
-    lsp_client.recorder = Recorder(lsp_client)
-    await lsp_client.initialize_session(initialize_params(
-        [folders["frontend"], folders["backend"]],
-        {"indexPath": str(folders["store"])},
-        client="neovim@v0.7.0",
-    ))
-    await lsp_client.recorder.wait_for_state("ready")
-    yield
-    await lsp_client.shutdown_session()
+@pytest.fixture
+async def nvim_like(folders, embedder):
+    async with InProcessServer(embedder=embedder, answer_requests=True) as lsp:
+        await lsp.start([folders["frontend"], folders["backend"]],
+                        capabilities_of("neovim@v0.7.0"), {"indexPath": str(folders["store"])})
+        await lsp.wait_for_state("ready")
+        yield lsp
+
+
+async def search(lsp: InProcessServer, query: str, **params) -> dict:
+    return await lsp.result(RAG_SEARCH, {"query": query, **params})
+
+
+def _folders_changed(added: list, removed: list) -> dict:
+    return {"event": {"added": [{"uri": f.as_uri(), "name": f.name} for f in added],
+                      "removed": [{"uri": f.as_uri(), "name": f.name} for f in removed]}}
 
 
 async def test_no_watcher_registration_is_attempted(nvim_like):
-    assert nvim_like.recorder.registrations == []
+    assert nvim_like.requests_sent("client/registerCapability") == []
 
 
 async def test_search_spans_both_folders_with_their_own_indexes(nvim_like, folders):
@@ -66,7 +64,7 @@ async def test_search_spans_both_folders_with_their_own_indexes(nvim_like, folde
     by_folder = {r["folder"] for r in result["results"]}
     assert by_folder == {folders["frontend"].as_uri(), folders["backend"].as_uri()}
     assert result["results"][0]["path"] == "ui/forms.js"
-    status = plain(await nvim_like.protocol.send_request_async(RAG_STATUS, None))
+    status = await nvim_like.result(RAG_STATUS)
     index_paths = {f["indexPath"] for f in status["folders"]}
     assert len(index_paths) == 2  # one subfolder of the editor's storage folder each
     assert all(p.startswith(str(folders["store"])) for p in index_paths)
@@ -90,12 +88,10 @@ async def test_files_written_on_disk_are_picked_up_by_the_server_watcher(nvim_li
 
 
 async def test_workspace_folders_can_be_added_and_removed(nvim_like, folders):
-    added = types.WorkspaceFolder(uri=folders["extra"].as_uri(), name="extra")
-    removed = types.WorkspaceFolder(uri=folders["frontend"].as_uri(), name="frontend")
-    mark = len(nvim_like.recorder.statuses)
-    nvim_like.workspace_did_change_workspace_folders(types.DidChangeWorkspaceFoldersParams(
-        event=types.WorkspaceFoldersChangeEvent(added=[added], removed=[removed])))
-    await nvim_like.recorder.wait_for_state("ready", after=mark + 1)
+    mark = len(nvim_like.statuses())
+    nvim_like.notify("workspace/didChangeWorkspaceFolders",
+                     _folders_changed(added=[folders["extra"]], removed=[folders["frontend"]]))
+    await nvim_like.wait_for_state("ready", after=mark + 1)
 
     async def switched():
         result = await search(nvim_like, "monthly sales report", threshold=-1)
@@ -112,20 +108,22 @@ async def test_cancelling_the_progress_stops_an_indexing_run(nvim_like, folders)
             f"    return value * {j} + {i}\n\n" for j in range(6))
         for i in range(300)
     })
-    known = set(nvim_like.progress_reports)
-    nvim_like.workspace_did_change_workspace_folders(types.DidChangeWorkspaceFoldersParams(
-        event=types.WorkspaceFoldersChangeEvent(
-            added=[types.WorkspaceFolder(uri=big.as_uri(), name="big")], removed=[])))
+
+    def tokens() -> list:
+        return list(dict.fromkeys(p["token"] for p in nvim_like.notifications("$/progress")))
+
+    known = set(tokens())
+    mark = len(nvim_like.statuses())
+    nvim_like.notify("workspace/didChangeWorkspaceFolders",
+                     _folders_changed(added=[big], removed=[]))
 
     async def run_started():
-        return [t for t, reports in nvim_like.progress_reports.items()
-                if t not in known and reports]
-    mark = len(nvim_like.recorder.statuses)
+        return [t for t in tokens() if t not in known]
     await wait_until(run_started, timeout=30, what="a progress begin for the new folder")
     token = (await run_started())[0]
 
     def percentages():
-        return [s["percentage"] for s in nvim_like.recorder.statuses[mark:]
+        return [s["percentage"] for s in nvim_like.statuses()[mark:]
                 if s["state"] == "indexing" and s["percentage"] is not None]
 
     async def progressing():  # cancel mid-run: a cancelled run stops within one batch
@@ -133,20 +131,15 @@ async def test_cancelling_the_progress_stops_an_indexing_run(nvim_like, folders)
     await wait_until(progressing, timeout=60, what="a status with the run's percentage")
     during = await search(nvim_like, "stage of pipeline", mode="lexical")
     assert during["partial"] is True  # a first index: results come from what it has so far
-    nvim_like.window_work_done_progress_cancel(types.WorkDoneProgressCancelParams(token=token))
+    nvim_like.notify("window/workDoneProgress/cancel", {"token": token})
 
     async def ended():
-        reports = nvim_like.progress_reports[token]
-        return isinstance(reports[-1], types.WorkDoneProgressEnd)
+        return nvim_like.progress(token)[-1]["kind"] == "end"
     await wait_until(ended, timeout=60, what="the cancelled run to end")
-    assert "cancelled" in nvim_like.progress_reports[token][-1].message
-    status = plain(await nvim_like.protocol.send_request_async(RAG_STATUS, None))
+    assert "cancelled" in nvim_like.progress(token)[-1]["message"]
+    status = await nvim_like.result(RAG_STATUS)
     big_status = next(f for f in status["folders"] if f["uri"] == big.as_uri())
     assert big_status["state"] == "ready" and "cancelled" in big_status["message"]
     assert big_status["files"] < 300
     # The status notification carried the run's progress, as a percentage.
     assert all(0 <= p <= 100 for p in percentages())
-    assert nvim_like.recorder.schema_problems == []
-    nvim_like.workspace_did_change_workspace_folders(types.DidChangeWorkspaceFoldersParams(
-        event=types.WorkspaceFoldersChangeEvent(
-            added=[], removed=[types.WorkspaceFolder(uri=big.as_uri(), name="big")])))

@@ -273,11 +273,12 @@ class ChunkStore:
             row_ids, cosines = matrix.nearest(vector, limit)
             found = self._chunks.take_row_ids(row_ids).select([*RESULT_COLUMNS, "_rowid"])
             by_id = {row.pop("_rowid"): row for row in found.to_list()}
-            rows = []
-            for row_id, cosine in zip(row_ids, cosines, strict=True):
-                if row_id in by_id:
-                    rows.append({**by_id[row_id], "cosine": float(cosine)})
-            return rows
+            if not self.moved():  # else the rows came from a build swapped in meanwhile
+                rows = []
+                for row_id, cosine in zip(row_ids, cosines, strict=True):
+                    if row_id in by_id:
+                        rows.append({**by_id[row_id], "cosine": float(cosine)})
+                return rows
         query = (self._chunks.search(vector, vector_column_name="vector").metric("cosine")
                  .select([*RESULT_COLUMNS, "_distance"]))
         if where:
@@ -309,6 +310,8 @@ class ChunkStore:
             query = query.where(where, prefilter=True)
         rows = query.limit(limit).to_list()
         if matrix is not None:
+            if self.moved():  # the rows came from a build swapped in meanwhile: not the matrix's
+                return self.text_search(text, limit, where, column=column)
             for row in rows:
                 row["vector"] = matrix.vector_of(int(row.pop("_rowid")))
         return rows
