@@ -151,7 +151,8 @@ def main() -> int:
             for name in names:
                 index_dir = Path(tmp) / f"index-{round_}-{len(rows)}"
                 settings = Settings(index_threads=configs[name].index_threads,
-                                    index_path=str(index_dir))
+                                    index_path=str(index_dir),
+                                    embedding_cache=False)  # each run embeds the same files
                 row = {"config": name, "round": round_,
                        **one_run(root, settings, embedders[name], rng, args.period)}
                 rows.append(row)

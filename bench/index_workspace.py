@@ -166,7 +166,8 @@ def main() -> int:
     root, index_dir = workdir / "ws", workdir / "index"
     paths = generate(root, args.files, args.seed)
     lines = sum(p.read_text("utf-8").count("\n") for p in paths)
-    settings = Settings.from_dict({"indexPath": str(index_dir)})
+    # The model is what is measured: vectors from the shared cache would hide it.
+    settings = Settings.from_dict({"indexPath": str(index_dir), "embeddingCache": False})
     sampler = RssSampler()
     ws = Workspace.open(root, settings)
     ws.embedder.embed(["warm up"])

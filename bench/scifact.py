@@ -140,6 +140,7 @@ def main() -> int:
     root, index_dir = workdir / "ws", workdir / "index"
     overrides = parse_overrides(args.set)
     settings = Settings.from_dict({"indexPath": str(index_dir), "threshold": 0.0, "topK": 10,
+                                   "embeddingCache": False,  # index time is measured
                                    **overrides})
 
     reused = args.reuse and (index_dir / "manifest.json").exists()

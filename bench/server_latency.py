@@ -106,7 +106,9 @@ class Session:
         await self.client.initialize_session(types.InitializeParams(
             capabilities=pytest_lsp.client_capabilities(self.caps), root_uri=self.root.as_uri(),
             workspace_folders=[types.WorkspaceFolder(uri=self.root.as_uri(), name="ws")],
-            initialization_options={"indexPath": str(self.index)}))
+            initialization_options={"indexPath": str(self.index),
+                                    # measured as before the shared cache existed
+                                    "embeddingCache": False}))
         await self.wait_for("ready", 0, timeout=3600)
         return await self.client.protocol.send_request_async(RAG_STATUS, None)
 

@@ -86,6 +86,8 @@ class Settings:
     model_dir: str | None = _default("modelDir")
     embed_batch_size: int = _default("embedBatchSize")
     index_threads: int | None = _default("indexThreads")
+    embedding_cache: bool = _default("embeddingCache")
+    embedding_cache_megabytes: int = _default("embeddingCacheMegabytes")
     enabled: bool = _default("enabled")
     extra_modes: tuple[str, ...] = _default("extraModes")
 

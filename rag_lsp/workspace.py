@@ -25,6 +25,7 @@ from rag_lsp.chunking import CHUNKER_VERSION
 from rag_lsp.config import Settings, load_settings
 from rag_lsp.embedding.embedder import OnnxEmbedder
 from rag_lsp.embedding.model_files import find_model
+from rag_lsp.embedding.shared_cache import EmbeddingCache, open_shared, user_cache_dir
 from rag_lsp.embedding.tokenizer import ModelTokenCounter
 from rag_lsp.errors import (
     BadInputError,
@@ -70,6 +71,7 @@ class WorkspaceStatus:
     dimension: int
     last_indexed_at: str | None
     degraded_reason: str | None = None  # why only lexical search works, if it does
+    embedding_cache: str | None = None  # the shared cache's file, when it is on
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -272,7 +274,17 @@ class Workspace:
             self._counter,
             self.index_dir,
             rechunk=rechunk,
+            shared_cache=self._shared_cache(),
         )
+
+    def _shared_cache(self) -> EmbeddingCache | None:
+        """The user's cache of computed vectors, if on (and the weights' hash is known: a
+        vector is reused only under the very same weights)."""
+        embedder = self.embedder
+        if embedder is None or not self.settings.embedding_cache or not embedder.model_sha256:
+            return None
+        return open_shared(user_cache_dir(), embedder.model_id, embedder.model_sha256,
+                           embedder.dimension, self.settings.embedding_cache_megabytes << 20)
 
     def index(self, *, full: bool = False, progress: ProgressCallback | None = None) -> IndexReport:
         """Bring the index up to date; ``full`` rebuilds it from scratch.
@@ -483,4 +495,5 @@ class Workspace:
             dimension=model.dimension if model else 0,
             last_indexed_at=manifest.last_indexed_at if manifest else None,
             degraded_reason=str(self.model_error) if self.embedder is None else None,
+            embedding_cache=str(cache.path) if (cache := self._shared_cache()) else None,
         )

@@ -2,16 +2,35 @@
 
 from __future__ import annotations
 
+import atexit
+import os
+import shutil
+import tempfile
 import textwrap
 from pathlib import Path
 
 import pytest
 
 from rag_lsp.config import Settings
+from rag_lsp.embedding import shared_cache
 from rag_lsp.embedding.embedder import OnnxEmbedder
 from rag_lsp.embedding.model_files import find_model
 from rag_lsp.embedding.tokenizer import ModelTokenCounter
 from rag_lsp.workspace import Workspace
+
+# The shared embedding cache lives in the user's cache folder: tests never touch the real one.
+# Session-scoped fixtures use this folder; each test gets an empty one of its own (below), so
+# a test that counts embedded chunks is not served by another test's vectors.
+_SESSION_CACHE = tempfile.mkdtemp(prefix="rag-lsp-cache-")
+os.environ[shared_cache.CACHE_DIR_ENV] = _SESSION_CACHE
+atexit.register(shutil.rmtree, _SESSION_CACHE, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def own_embedding_cache(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv(shared_cache.CACHE_DIR_ENV, str(tmp_path_factory.mktemp("user-cache")))
+    yield
+    shared_cache.close_all()
 
 
 @pytest.fixture(scope="session")

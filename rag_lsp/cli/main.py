@@ -161,7 +161,8 @@ def _report_line(report: IndexReport) -> str:
         f"{report.files_unchanged} unchanged, {report.files_removed} removed, "
         f"{skipped} skipped{f' ({detail})' if detail else ''}\n"
         f"{report.chunks_total} chunks in the index; {report.chunks_embedded} embedded, "
-        f"{report.chunks_reused} reused; {report.seconds:.1f}s"
+        f"{report.chunks_reused} reused, {report.chunks_cached} from the shared cache; "
+        f"{report.seconds:.1f}s"
     )
 
 
@@ -226,6 +227,7 @@ def cmd_status(args: argparse.Namespace) -> int:
           f"sha256 {status.model_sha256[:12]}…)")
     print(f"contents    {status.files} files, {status.chunks} chunks")
     print(f"indexed at  {status.last_indexed_at or 'never'}")
+    print(f"shared cache {status.embedding_cache or 'off'}")
     if status.degraded_reason:
         print(f"degraded    lexical search only: {status.degraded_reason}")
     return EXIT_OK

@@ -21,6 +21,7 @@ from rag_lsp.chunking import Chunk, ChunkOptions, chunk_document, language_for
 from rag_lsp.chunking.definitions import defined_names
 from rag_lsp.chunking.long_lines import looks_minified
 from rag_lsp.config import Settings
+from rag_lsp.embedding.shared_cache import EmbeddingCache
 from rag_lsp.embedding.tokenizer import ModelTokenCounter
 from rag_lsp.indexing.lexical_text import lexical_text
 from rag_lsp.indexing.progress import IndexProgress, IndexReport, ProgressCallback
@@ -136,6 +137,7 @@ class Indexer:
         index_dir: Path,
         *,
         rechunk: bool = False,
+        shared_cache: EmbeddingCache | None = None,
     ):
         self.root = root
         # Re-chunk every file even if unchanged (the chunk settings changed).
@@ -143,6 +145,8 @@ class Indexer:
         self.settings = settings
         self.store = store
         self._embed = embed
+        # Vectors other workspaces (branches, worktrees, clones) already computed.
+        self._shared_cache = shared_cache
         self._counter = counter
         self._index_dir = index_dir
         self._batches_written = 0
@@ -289,10 +293,15 @@ class Indexer:
         hashes = [hashlib.sha256(t.encode("utf-8")).hexdigest() for t in embed_texts]
         stored = self.store.stored_for_hashes(hashes)
         missing = sorted({h for h in hashes if h not in stored})
+        report.chunks_reused += len(hashes) - len(missing)
+        fresh: dict[str, np.ndarray] = {}
+        if missing and self._shared_cache is not None:
+            fresh = self._shared_cache.get(missing)
+            report.chunks_cached += len(fresh)
+            missing = [h for h in missing if h not in fresh]
         # What is left of these files' weight, credited chunk by chunk as the model goes.
         rest = sum(item.weight for item in pending) * (1 - PREPARE_SHARE)
         credited = 0.0
-        fresh: dict[str, np.ndarray] = {}
         if missing:
             text_of = dict(zip(hashes, embed_texts, strict=True))
             texts = [text_of[h] for h in missing]
@@ -304,8 +313,10 @@ class Indexer:
                 credited += share
                 meter.credit(share)
 
-            fresh = dict(zip(missing, self._embed(texts, meter.notify, embedded), strict=True))
-        report.chunks_reused += len(hashes) - len(missing)
+            new = dict(zip(missing, self._embed(texts, meter.notify, embedded), strict=True))
+            if self._shared_cache is not None:
+                self._shared_cache.put(new.items())
+            fresh.update(new)
         rows: list[dict] = []
         position = 0
         for item in pending:

@@ -59,16 +59,19 @@ class IndexReport:
     files_skipped: dict[str, int] = field(default_factory=dict)
     chunks_total: int = 0
     chunks_written: int = 0
-    chunks_embedded: int = 0
-    chunks_reused: int = 0
+    chunks_embedded: int = 0  # by the model, in this run
+    chunks_reused: int = 0  # vector already in this index (an unchanged chunk, a rename)
+    chunks_cached: int = 0  # vector from the shared cache (another branch, worktree, clone)
     seconds: float = 0.0
     rebuilt_because: str = ""  # the damage that made this run rebuild the index from scratch
 
     def summary(self) -> str:
         rebuilt = (f"the index was damaged and has been rebuilt ({self.rebuilt_because}); "
                    if self.rebuilt_because else "")
+        cached = (f" ({self.chunks_cached} more from the shared cache)"
+                  if self.chunks_cached else "")
         return (f"{rebuilt}{self.files_scanned} files scanned, {self.files_indexed} indexed, "
-                f"{self.files_removed} removed, {self.chunks_embedded} chunks embedded, "
+                f"{self.files_removed} removed, {self.chunks_embedded} chunks embedded{cached}, "
                 f"{self.chunks_total} chunks in the index ({self.seconds:.1f} s)")
 
     def skip(self, reason: str, count: int = 1) -> None:
