@@ -283,8 +283,14 @@ class Workspace:
         embedder = self.embedder
         if embedder is None or not self.settings.embedding_cache or not embedder.model_sha256:
             return None
-        return open_shared(user_cache_dir(), embedder.model_id, embedder.model_sha256,
-                           embedder.dimension, self.settings.embedding_cache_megabytes << 20)
+        try:
+            folder = user_cache_dir()
+        except RuntimeError as exc:  # no home folder to put it in: go without
+            log.warning("no shared embedding cache: %s", exc)
+            return None
+        return open_shared(folder, embedder.model_id, embedder.model_sha256,
+                           embedder.tokenizer_sha256, embedder.dimension,
+                           self.settings.embedding_cache_megabytes << 20)
 
     def index(self, *, full: bool = False, progress: ProgressCallback | None = None) -> IndexReport:
         """Bring the index up to date; ``full`` rebuilds it from scratch.

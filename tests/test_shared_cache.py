@@ -101,6 +101,44 @@ def test_a_file_that_is_not_a_database_is_started_afresh(tmp_path, caplog):
     assert set(cache.get([digest("a")])) == {digest("a")}
 
 
+def test_a_busy_cache_is_left_alone_and_tried_again_later(tmp_path, caplog, monkeypatch):
+    """Another process holding the write lock past the timeout is not damage: the file and
+    its vectors stay, this batch goes without, and a later batch uses the cache again."""
+    monkeypatch.setattr(shared_cache, "BUSY_TIMEOUT_MS", 100)
+    path = tmp_path / "c.sqlite3"
+    small_cache(path).put([(digest("a"), vector(1))])
+    other = sqlite3.connect(path)
+    other.execute("BEGIN EXCLUSIVE")  # another process, mid-write
+    cache = small_cache(path)
+    with caplog.at_level(logging.WARNING):
+        assert cache.get([digest("a")]) == {}
+    assert "not usable" in caplog.text and "damaged" not in caplog.text
+    other.rollback()
+    other.close()
+    assert small_cache(path).rows() == 1  # nothing was deleted
+    monkeypatch.setattr(shared_cache, "RETRY_SECONDS", 0.0)
+    assert set(cache.get([digest("a")])) == {digest("a")}
+
+
+def test_other_writers_count_towards_the_cap(tmp_path):
+    mine, theirs = (small_cache(tmp_path / "c.sqlite3", rows=10) for _ in range(2))
+    mine.put([(digest("first"), vector(0))])  # mine has counted the rows
+    theirs.put([(digest(f"t{i}"), vector(i)) for i in range(9)])
+    mine.put([(digest("one more"), vector(99))])  # 11 rows in the file, not 2
+    assert mine.rows() <= 10
+
+
+def test_evicted_space_goes_back_to_the_file_system(tmp_path):
+    path = tmp_path / "c.sqlite3"
+    cache = EmbeddingCache(path, 384, 4 << 20)  # room for ~2,400 vectors of 384 floats
+    for batch in range(12):
+        cache.put([(digest(f"{batch}-{i}"), np.ones(384, np.float32)) for i in range(500)])
+    cache.close()
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA freelist_count").fetchone()[0] < 8
+    assert path.stat().st_size < 5 << 20
+
+
 def test_an_unusable_folder_turns_the_cache_off_with_one_message(tmp_path, caplog):
     blocker = tmp_path / "a file"
     blocker.write_text("where the cache folder should be")
@@ -122,10 +160,12 @@ def test_the_cache_folder_follows_the_environment_and_the_platform(monkeypatch, 
         assert user_cache_dir() == tmp_path / "xdg" / "rag-lsp"
 
 
-def test_a_file_per_model_and_weights(tmp_path):
-    a = shared_cache.cache_file(tmp_path, "sentence-transformers/all-MiniLM-L6-v2", "ab" * 32)
-    b = shared_cache.cache_file(tmp_path, "sentence-transformers/all-MiniLM-L6-v2", "cd" * 32)
-    assert a != b and a.parent == tmp_path / "embeddings" and "/" not in a.name
+def test_a_file_per_model_weights_and_tokenizer(tmp_path):
+    model = "sentence-transformers/all-MiniLM-L6-v2"
+    a = shared_cache.cache_file(tmp_path, model, "ab" * 32, "ef" * 32)
+    b = shared_cache.cache_file(tmp_path, model, "cd" * 32, "ef" * 32)
+    c = shared_cache.cache_file(tmp_path, model, "ab" * 32, "01" * 32)
+    assert len({a, b, c}) == 3 and a.parent == tmp_path / "embeddings" and "/" not in a.name
 
 
 # ---- indexing with the real model --------------------------------------------------------------

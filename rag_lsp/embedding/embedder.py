@@ -60,6 +60,7 @@ class OnnxEmbedder:
         self.max_batch_tokens = max_batch_tokens
         hashes = verify_files(files) if verify else {}
         self.model_sha256: str = hashes.get("model.onnx", "")
+        self.tokenizer_sha256: str = hashes.get("tokenizer.json", "")
         self._tokenizer = load_tokenizer(files.tokenizer_path, MAX_MODEL_TOKENS)
         # Batches are padded by _run; the tokenizer is never reconfigured after this, so
         # indexing and search threads can share it.

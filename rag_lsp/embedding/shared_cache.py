@@ -6,8 +6,8 @@ by the sha256 of the exact text the model saw, so a vector is only ever reused f
 text under the same model weights. SQLite (standard library) because several processes —
 language servers, ``rag-lsp mcp``, the CLI — read and write it at once: WAL mode lets readers
 go on while one writes, and a busy timeout queues writers. Least recently used rows are
-evicted past the size cap. Each row carries a CRC-32 of its vector: a damaged row is a miss,
-never a wrong vector in an index.
+evicted past the size cap. Each row carries a CRC-32 of its key and vector: a damaged row is
+a miss, never a wrong vector in an index.
 
 The cache is an accelerator, never a dependency: every failure (a damaged or locked file, a
 full disk, a read-only home) is logged once and indexing goes on embedding as before.
@@ -37,7 +37,11 @@ FORMAT = 1
 ROW_OVERHEAD_BYTES = 164
 # Evict down to this share of the cap, so a full cache does not evict on every batch.
 EVICT_TO = 0.9
-BUSY_TIMEOUT_MS = 10_000
+# Another process's write waits this long; then this batch goes without the cache.
+BUSY_TIMEOUT_MS = 5_000
+RETRY_SECONDS = 300.0  # after a failure, the cache is left alone this long
+_DAMAGE_CODES = {getattr(sqlite3, name) for name in ("SQLITE_NOTADB", "SQLITE_CORRUPT")
+                 if hasattr(sqlite3, name)}
 _SQL_BATCH = 500  # keys per `IN (…)`: well under SQLite's variable limit
 
 
@@ -54,9 +58,11 @@ def user_cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "rag-lsp"
 
 
-def cache_file(folder: Path, model_id: str, model_sha256: str) -> Path:
+def cache_file(folder: Path, model_id: str, model_sha256: str, tokenizer_sha256: str) -> Path:
+    """One file per model id, weights and tokenizer: a vector is the same only if all three
+    are."""
     name = re.sub(r"[^A-Za-z0-9._-]+", "_", model_id).strip("_") or "model"
-    return folder / "embeddings" / f"{name}-{model_sha256[:16]}.sqlite3"
+    return folder / "embeddings" / f"{name}-{model_sha256[:16]}-{tokenizer_sha256[:8]}.sqlite3"
 
 
 class EmbeddingCache:
@@ -70,9 +76,11 @@ class EmbeddingCache:
         self.dimension = dimension
         self.max_rows = max(1, int(max_bytes // (dimension * 4 + ROW_OVERHEAD_BYTES)))
         self._lock = threading.Lock()
-        self._failed = False  # a failure was logged: the cache is off for this process
+        self._failed_at: float | None = None  # when it last failed: off until RETRY_SECONDS
+        self._warned = False  # a failure is logged once per process
         self._db: sqlite3.Connection | None = None
         self._rows: int | None = None  # row count, counted once, then kept up to date
+        self._data_version: int | None = None  # SQLite's: changes when another writer commits
 
     # ---- the two operations the indexer needs -----------------------------------------
 
@@ -92,7 +100,7 @@ class EmbeddingCache:
                     marks = ",".join("?" * len(batch))
                     for key, blob, crc in db.execute(
                             f"SELECT key, vector, crc FROM vectors WHERE key IN ({marks})", batch):
-                        if len(blob) != self.dimension * 4 or zlib.crc32(blob) != crc:
+                        if len(blob) != self.dimension * 4 or _crc(key, blob) != crc:
                             damaged.append(key)
                             continue
                         found[key.hex()] = np.frombuffer(blob, dtype=np.float32).copy()
@@ -108,6 +116,9 @@ class EmbeddingCache:
             except sqlite3.Error as exc:
                 self._fail(exc)
                 return {}
+            except BaseException:
+                db.rollback()  # never leave other processes waiting on our transaction
+                raise
         return found
 
     def put(self, vectors: Iterable[tuple[str, np.ndarray]]) -> None:
@@ -117,7 +128,8 @@ class EmbeddingCache:
         for digest, vector in vectors:
             blob = np.ascontiguousarray(vector, dtype=np.float32).tobytes()
             if len(blob) == self.dimension * 4:
-                rows.append((bytes.fromhex(digest), blob, zlib.crc32(blob), now))
+                key = bytes.fromhex(digest)
+                rows.append((key, blob, _crc(key, blob), now))
         if not rows:
             return
         with self._lock:
@@ -125,15 +137,22 @@ class EmbeddingCache:
             if db is None:
                 return
             try:
+                self._follow_other_writers(db)
                 known, before = self._count(db), db.total_changes
                 db.executemany("INSERT OR IGNORE INTO vectors (key, vector, crc, used) "
                                "VALUES (?, ?, ?, ?)", rows)
                 self._rows = known + (db.total_changes - before)
-                if self._rows > self.max_rows:
+                evicting = self._rows > self.max_rows
+                if evicting:
                     self._evict(db)
                 db.commit()
+                if evicting:
+                    self._vacuum(db)
             except sqlite3.Error as exc:
                 self._fail(exc)
+            except BaseException:
+                db.rollback()
+                raise
 
     # ---- housekeeping --------------------------------------------------------------------
 
@@ -148,6 +167,13 @@ class EmbeddingCache:
                 self._db.close()
                 self._db = None
 
+    def _follow_other_writers(self, db: sqlite3.Connection) -> None:
+        """Another process wrote since we counted: count again (else each process would
+        evict only past the cap plus its own additions)."""
+        version = db.execute("PRAGMA data_version").fetchone()[0]
+        if version != self._data_version:
+            self._data_version, self._rows = version, None
+
     def _count(self, db: sqlite3.Connection) -> int:
         if self._rows is None:
             self._rows = db.execute("SELECT count(*) FROM vectors").fetchone()[0]
@@ -155,15 +181,22 @@ class EmbeddingCache:
 
     def _evict(self, db: sqlite3.Connection) -> None:
         """Drop the least recently used rows, down to ``EVICT_TO`` of the cap. Another
-        process may have added rows meanwhile: the count is taken afresh."""
+        process may have added rows meanwhile: the count is taken afresh. Ties (a batch
+        shares its time) go in insertion order, so whole pages empty and are given back
+        (in key order, evicting 10 % of a 4 MB cache left the file at 7 MB)."""
         self._rows = db.execute("SELECT count(*) FROM vectors").fetchone()[0]
         excess = self._rows - int(self.max_rows * EVICT_TO)
         if excess <= 0:
             return
         db.execute("DELETE FROM vectors WHERE key IN "
-                   "(SELECT key FROM vectors ORDER BY used, key LIMIT ?)", (excess,))
+                   "(SELECT key FROM vectors ORDER BY used, rowid LIMIT ?)", (excess,))
         self._rows -= excess
-        db.execute("PRAGMA incremental_vacuum")  # give the pages back to the file system
+
+    def _vacuum(self, db: sqlite3.Connection) -> None:
+        """Give evicted rows' pages back to the file system. ``incremental_vacuum`` frees one
+        page per step, so it is stepped to the end (``executescript``), after the commit."""
+        if db.execute("PRAGMA freelist_count").fetchone()[0]:
+            db.executescript("PRAGMA incremental_vacuum;")
 
     def _delete(self, db: sqlite3.Connection, keys: list[bytes]) -> None:
         for batch in _batches(keys):
@@ -172,12 +205,15 @@ class EmbeddingCache:
         self._rows = None
 
     def _connect(self) -> sqlite3.Connection | None:
-        if self._db is not None or self._failed:
+        if self._db is not None:
             return self._db
+        if self._failed_at is not None and time.monotonic() - self._failed_at < RETRY_SECONDS:
+            return None
+        self._failed_at = None
         try:
             self._db = self._open()
         except sqlite3.DatabaseError as exc:
-            if not self.path.exists():
+            if not _is_damage(exc):  # locked, read-only, disk full: not ours to delete
                 self._fail(exc)
                 return None
             # Not a database (a damaged file): it holds nothing that cannot be recomputed.
@@ -218,20 +254,37 @@ class EmbeddingCache:
             raise
         if about.get("format") != str(FORMAT) or about.get("dimension") != str(self.dimension):
             db.close()
-            raise sqlite3.DatabaseError(f"written as format {about.get('format')} with "
-                                        f"dimension {about.get('dimension')}")
+            raise _NotOurs(f"written as format {about.get('format')} with dimension "
+                           f"{about.get('dimension')}")
         return db
 
     def _fail(self, exc: Exception) -> None:
-        """Log once and go on without the cache (it only saves time)."""
-        if not self._failed:
+        """Log once and go on without the cache (it only saves time); try again in a while
+        (a lock held by a crashed process, a full disk, may pass)."""
+        if not self._warned:
             log.warning("embedding cache %s is not usable (%s); chunks are embedded without "
-                        "it. Delete the file to start it afresh, or set embeddingCache to "
-                        "false.", self.path, exc)
-        self._failed = True
+                        "it for now. Set embeddingCache to false to stop using it.",
+                        self.path, exc)
+        self._warned = True
+        self._failed_at = time.monotonic()
         if self._db is not None:
             self._db.close()
             self._db = None
+
+
+def _is_damage(exc: sqlite3.DatabaseError) -> bool:
+    """A file that is not (or no longer) a database of ours, as opposed to one that is busy,
+    read-only or on a full disk."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code in _DAMAGE_CODES or isinstance(exc, _NotOurs)
+
+
+class _NotOurs(sqlite3.DatabaseError):
+    """A database of another format or dimension."""
+
+
+def _crc(key: bytes, blob: bytes) -> int:
+    return zlib.crc32(blob, zlib.crc32(key))
 
 
 def _batches(items: list[bytes]) -> Iterable[list[bytes]]:
@@ -243,10 +296,10 @@ _SHARED: dict[Path, EmbeddingCache] = {}
 _SHARED_LOCK = threading.Lock()
 
 
-def open_shared(folder: Path, model_id: str, model_sha256: str, dimension: int,
-                max_bytes: int) -> EmbeddingCache:
+def open_shared(folder: Path, model_id: str, model_sha256: str, tokenizer_sha256: str,
+                dimension: int, max_bytes: int) -> EmbeddingCache:
     """The process's one instance for this model's cache file (created on first use)."""
-    path = cache_file(folder, model_id, model_sha256)
+    path = cache_file(folder, model_id, model_sha256, tokenizer_sha256)
     with _SHARED_LOCK:
         cache = _SHARED.get(path)
         if cache is None:
