@@ -136,10 +136,10 @@ def test_coverage_weights_rare_terms_more():
     background = build_background([{"terms": "get valu"}, {"terms": "get redirect"},
                                    {"terms": "get"}, {"terms": "valu"}])
     coverage = TermCoverage(tuple(query_terms("get redirect")), background)
-    assert coverage("redirect") > 0.5
-    assert coverage("get") < 0.5
-    assert coverage("") == 0.0
-    assert coverage("get", "src/redirect.py") == 1.0  # the file's path counts too
+    assert coverage({"redirect"}) > 0.5
+    assert coverage({"get"}) < 0.5
+    assert coverage(set()) == 0.0
+    assert coverage({"get"}, "src/redirect.py") == 1.0  # the file's path counts too
 
 
 def test_background_similarity_is_the_mean_cosine_with_a_prior_for_tiny_samples():

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable
-from pathlib import PurePosixPath
+from collections.abc import Set as AbstractSet
 
 from rag_lsp.search.calibration import Background
 from rag_lsp.terms import path_terms, split_identifier, stem
@@ -70,15 +70,15 @@ def path_match(path: str, words: tuple[str, ...]) -> tuple[float, float]:
     """
     if not words:
         return 0.0, 0.0
-    pure = PurePosixPath(path)
-    file_stem = pure.name.split(".")[0]
+    folder, _, name = path.rpartition("/")
+    file_stem = name.split(".")[0]
     parts = _parts(file_stem)
     found = [w for w in words if any(_word_matches(w, p) for p in parts)
              or (len(w) >= _MIN_INFIX and w in file_stem.lower())]
     explained = [p for p in parts if p.isdigit() or any(_word_matches(w, p) for w in words)]
     file_score = ((len(found) / len(words)) ** 0.5 * len(explained) / len(parts)
                   if found else 0.0)
-    folder = pure.parent.name
+    folder = folder.rpartition("/")[2]
     folder_parts = _parts(folder) if folder else ()
     in_folder = [w for w in words if any(_word_matches(w, p) for p in folder_parts)]
     return file_score, len(in_folder) / len(words)
@@ -91,11 +91,10 @@ class TermCoverage:
         self.weights = {t: background.idf(t) for t in terms}
         self.total = sum(self.weights.values())
 
-    def __call__(self, chunk_terms: str, path: str = "") -> float:
-        """Coverage by a chunk's stored terms (space-separated) and its file's path."""
+    def __call__(self, present: AbstractSet[str], path: str = "") -> float:
+        """Coverage by a chunk's terms (or a file's, gathered) and its file's path."""
         if self.total <= 0:
             return 0.0
-        present = set(chunk_terms.split())
         in_path = path_terms(path)
         return sum(w for t, w in self.weights.items()
                    if t in present or t in in_path) / self.total

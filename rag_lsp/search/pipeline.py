@@ -116,7 +116,7 @@ def query_support(q: QueryAnalysis, candidates: list[Candidate],
         return 1.0
     seen: set[str] = set()
     for c in candidates:
-        seen.update(c.row.get("terms", "").split())
+        seen.update(c.terms)
         seen.update(path_terms(c.path))
     return sum(1 for t in q.terms if t in seen or in_sample(t)) / len(q.terms)
 
@@ -128,8 +128,8 @@ def query_cohesion(q: QueryAnalysis, candidates: list[Candidate], background: Ba
     coverage = TermCoverage(q.terms, background)
     by_file: dict[str, set[str]] = {}
     for c in candidates:
-        by_file.setdefault(c.path, set(path_terms(c.path))).update(c.row.get("terms", "").split())
-    return max((coverage(" ".join(terms)) for terms in by_file.values()), default=0.0)
+        by_file.setdefault(c.path, set(path_terms(c.path))).update(c.terms)
+    return max((coverage(terms) for terms in by_file.values()), default=0.0)
 
 
 def ranked_files(index: SearchIndex, query: str, *, mode: str, limit: int,

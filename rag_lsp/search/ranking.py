@@ -30,6 +30,7 @@ threshold means "relevant" in every query and workspace: nonsense scores near 0.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import defaultdict
 from dataclasses import dataclass
@@ -132,6 +133,12 @@ class Candidate:
     def path(self) -> str:
         return self.row["path"]
 
+    @functools.cached_property
+    def terms(self) -> frozenset[str]:
+        """The chunk's stored terms, split once (coverage, support and cohesion all read
+        them)."""
+        return frozenset(self.row.get("terms", "").split())
+
 
 @dataclass
 class RankedFile:
@@ -231,7 +238,7 @@ def score_chunks(candidates: list[Candidate], ctx: RankContext) -> None:
         if ctx.semantic and c.cosine is not None:
             base += SEMANTIC_WEIGHT * max(0.0, c.cosine - ctx.noise - SEMANTIC_FLOOR)
         if ctx.lexical:
-            base += lexical_weight * coverage(c.row.get("terms", ""), c.path)
+            base += lexical_weight * coverage(c.terms, c.path)
         evidence = 0.0
         if q.identifiers and w.definition and defines_name(c.row.get("defines", ""),
                                                            q.identifiers):
