@@ -93,8 +93,13 @@ class NaiveOnnx:
             encodings = tokenizer.encode_batch(texts)
         finally:
             tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
-        parts = [self.embedder._run([e.ids for e in encodings[i : i + batch_size]])
-                 for i in range(0, len(texts), batch_size)]
+        session = self.embedder._take_bulk_session()  # the session indexing uses
+        try:
+            parts = [self.embedder._run([e.ids for e in encodings[i : i + batch_size]],
+                                        session=session)
+                     for i in range(0, len(texts), batch_size)]
+        finally:
+            self.embedder._put_bulk_session()
         return np.concatenate(parts)
 
 

@@ -64,7 +64,9 @@ def rows_for(path: str, count: int, first: int, text: str, rng: np.random.Genera
             "start_line": n * 40 + 1, "end_line": n * 40 + 40, "language": "python",
             "kind": "function", "symbol": f"step_{serial}", "text": body,
             "search_text": f"{path} step_{serial}\n{body}", "defines": f"step_{serial}",
-            "terms": terms, "content_hash": f"{serial:064x}", "vector": vectors[n],
+            # Uniform like real ones: the background sample picks rows by hash prefix.
+            "terms": terms, "content_hash": hashlib.sha256(body.encode()).hexdigest(),
+            "vector": vectors[n],
         })
     return rows
 

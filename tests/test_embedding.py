@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from collections import OrderedDict
 
 import numpy as np
 import pytest
 
 from rag_lsp.config import Settings
+from rag_lsp.embedding import embedder as embedder_module
 from rag_lsp.embedding.install import REFERENCE_PATH, model_status
 from rag_lsp.embedding.model_files import ModelFiles, find_model, verify_files
 from rag_lsp.errors import ModelIntegrityError, ModelNotFoundError
@@ -126,6 +128,26 @@ def test_indexing_session_is_capped_and_queries_keep_every_core(setting, expecte
     embedder, error = load_embedder(Settings(index_threads=setting))
     assert error is None
     assert embedder.index_threads == expected
-    assert _threads(embedder._session) == expected
+    session = embedder._take_bulk_session()
+    try:
+        assert _threads(session) == expected
+    finally:
+        embedder._put_bulk_session()
     embedder.embed_query("where are redirects followed?")
     assert _threads(embedder._query_session) == (os.cpu_count() or 1)
+
+
+def test_the_bulk_session_is_let_go_when_idle_and_made_again_when_needed(embedder, monkeypatch):
+    """A server whose index is current does not hold the ~110 MB indexing session."""
+    monkeypatch.setattr(embedder_module, "BULK_IDLE_SECONDS", 0.2)
+    texts = ["def follow_redirects(response): ...", "class LRUCache: ..."]
+    first = embedder.embed(texts)
+    assert embedder.holds_bulk_session
+    deadline = time.monotonic() + 10
+    while embedder.holds_bulk_session and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not embedder.holds_bulk_session
+    embedder.embed_query("searches do not need it")
+    assert not embedder.holds_bulk_session
+    again = embedder.embed(texts)
+    np.testing.assert_allclose(again, first, atol=1e-6)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
@@ -20,6 +21,7 @@ import onnxruntime as ort  # noqa: E402 - after the variable above
 from rag_lsp.embedding.model_files import ModelFiles, find_model, load_manifest, verify_files
 from rag_lsp.embedding.tokenizer import MAX_MODEL_TOKENS, load_tokenizer
 from rag_lsp.errors import ModelIntegrityError
+from rag_lsp.memory import return_freed_memory
 
 QUERY_CACHE_SIZE = 512  # query vectors kept (1.5 KB each)
 
@@ -28,6 +30,9 @@ DEFAULT_BATCH_SIZE = 32
 # (bench/embed_throughput.py: ~10% over fixed batches of 16), so long texts go 4 at a time
 # and short ones up to the batch size.
 MAX_BATCH_TOKENS = 1024
+# The session that embeds in bulk (indexing) holds ~110 MB: it is created when first needed
+# and let go after this long unused, so a server whose index is current does not keep it.
+BULK_IDLE_SECONDS = 60.0
 
 
 class OnnxEmbedder:
@@ -67,14 +72,21 @@ class OnnxEmbedder:
         self._tokenizer.no_padding()
         self.threads = threads or os.cpu_count() or 1
         self.index_threads = index_threads or self.threads
-        self._session = self._new_session(self.index_threads, spinning=True)
+        # Loading the bulk session now checks the model; unused, it goes after a while.
+        self._bulk_session: ort.InferenceSession | None = self._new_session(
+            self.index_threads, spinning=True)
+        self._bulk_lock = threading.Lock()
+        self._bulk_users = 0
+        self._bulk_last_used = time.monotonic()
+        self._bulk_timer: threading.Timer | None = None
+        self._release_bulk_later(BULK_IDLE_SECONDS)
         self._query_session: ort.InferenceSession | None = None
         self._query_session_lock = threading.Lock()
         # Typing in a search box asks the same query again and again (a pause, a backspace):
         # its vector is kept, most recently used last.
         self._query_vectors: OrderedDict[str, np.ndarray] = OrderedDict()
         self._query_vectors_lock = threading.Lock()
-        self._input_names = {i.name for i in self._session.get_inputs()}
+        self._input_names = {i.name for i in self._bulk_session.get_inputs()}
         self._background_lock = threading.Lock()
         self._background_runs: set[ort.RunOptions] = set()
 
@@ -128,15 +140,62 @@ class OnnxEmbedder:
         size = batch_size or self.batch_size
         encodings = self._tokenizer.encode_batch(list(texts))
         lengths = [len(e.ids) for e in encodings]
-        for batch in self._batches(lengths, size):
-            ids = [encodings[i].ids for i in batch]
-            if before_batch is None:
-                out[batch] = self._run(ids)
-            else:
-                out[batch] = self._run_in_background(ids, before_batch)
-            if on_batch is not None:
-                on_batch(len(batch))
+        session = self._take_bulk_session()
+        try:
+            for batch in self._batches(lengths, size):
+                ids = [encodings[i].ids for i in batch]
+                if before_batch is None:
+                    out[batch] = self._run(ids, session=session)
+                else:
+                    out[batch] = self._run_in_background(ids, before_batch, session)
+                if on_batch is not None:
+                    on_batch(len(batch))
+        finally:
+            self._put_bulk_session()
         return out
+
+    # ---- the bulk session: made when needed, let go when idle ------------------------------
+
+    def _take_bulk_session(self) -> ort.InferenceSession:
+        with self._bulk_lock:
+            self._bulk_users += 1
+            if self._bulk_session is None:
+                try:
+                    self._bulk_session = self._new_session(self.index_threads, spinning=True)
+                except BaseException:
+                    self._bulk_users -= 1
+                    raise
+            return self._bulk_session
+
+    def _put_bulk_session(self) -> None:
+        with self._bulk_lock:
+            self._bulk_users -= 1
+            self._bulk_last_used = time.monotonic()
+            if self._bulk_users == 0:  # the idle clock starts again
+                if self._bulk_timer is not None:
+                    self._bulk_timer.cancel()
+                self._release_bulk_later(BULK_IDLE_SECONDS)
+
+    def _release_bulk_later(self, delay: float) -> None:
+        self._bulk_timer = threading.Timer(delay, self._release_idle_bulk)
+        self._bulk_timer.daemon = True
+        self._bulk_timer.start()
+
+    def _release_idle_bulk(self) -> None:
+        with self._bulk_lock:
+            self._bulk_timer = None
+            if self._bulk_users or self._bulk_session is None:
+                return
+            idle = time.monotonic() - self._bulk_last_used
+            if idle < BULK_IDLE_SECONDS:  # used again meanwhile: wait for the rest
+                self._release_bulk_later(BULK_IDLE_SECONDS - idle)
+                return
+            self._bulk_session = None
+        return_freed_memory()
+
+    @property
+    def holds_bulk_session(self) -> bool:
+        return self._bulk_session is not None
 
     def _batches(self, lengths: list[int], size: int) -> list[list[int]]:
         """Indices sorted by length, cut into batches within the size and token budget."""
@@ -181,14 +240,14 @@ class OnnxEmbedder:
             for options in self._background_runs:
                 options.terminate = True
 
-    def _run_in_background(self, ids: list[list[int]], before_batch: Callable[[], None]
-                           ) -> np.ndarray:
+    def _run_in_background(self, ids: list[list[int]], before_batch: Callable[[], None],
+                           session: ort.InferenceSession) -> np.ndarray:
         before_batch()
         options = ort.RunOptions()
         with self._background_lock:
             self._background_runs.add(options)
         try:
-            return self._run(ids, options)
+            return self._run(ids, options, session=session)
         except Exception:
             if not options.terminate:
                 raise
@@ -198,10 +257,10 @@ class OnnxEmbedder:
         # Interrupted once: the retry is not interruptible, so a steady stream of searches
         # slows indexing down but can never stall it.
         before_batch()
-        return self._run(ids)
+        return self._run(ids, session=session)
 
     def _run(self, ids_list: list[list[int]], options: ort.RunOptions | None = None, *,
-             session: ort.InferenceSession | None = None) -> np.ndarray:
+             session: ort.InferenceSession) -> np.ndarray:
         longest = max(len(ids) for ids in ids_list)
         input_ids = np.zeros((len(ids_list), longest), dtype=np.int64)
         mask = np.zeros_like(input_ids)
@@ -211,7 +270,7 @@ class OnnxEmbedder:
         feeds = {"input_ids": input_ids, "attention_mask": mask}
         if "token_type_ids" in self._input_names:
             feeds["token_type_ids"] = np.zeros_like(input_ids)
-        hidden = (session or self._session).run(None, feeds, options)[0]
+        hidden = session.run(None, feeds, options)[0]
         # Mean over real tokens only, then unit length: cosine similarity becomes a dot product.
         weights = mask[:, :, None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)

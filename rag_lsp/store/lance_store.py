@@ -45,6 +45,7 @@ RESULT_COLUMNS = ["id", "path", "start_line", "end_line", "language", "kind", "s
                   "defines", "terms"]
 # Rows read to describe an index as a whole (see rag_lsp.search.calibration).
 SAMPLE_COLUMNS = ["vector", "terms"]
+VECTOR_LOAD_BATCH_ROWS = 8192  # rows read at a time into the in-memory vector matrix
 
 
 def chunk_schema(dim: int) -> pa.Schema:
@@ -251,9 +252,10 @@ class ChunkStore:
 
     def _load_vectors(self) -> VectorMatrix:
         version = self._chunks.version
-        table = (self._chunks.search().select(["vector"]).with_row_id(True).limit(None)
-                 .to_arrow())
-        return VectorMatrix.from_table(version, table, self.dim)
+        rows = self._chunks.count_rows()
+        reader = (self._chunks.search().select(["vector"]).with_row_id(True).limit(None)
+                  .to_batches(VECTOR_LOAD_BATCH_ROWS))
+        return VectorMatrix.from_batches(version, reader, rows, self.dim)
 
     def _vectors_in_memory(self) -> VectorMatrix | None:
         if self.moved():  # the matrix's row ids belong to the tables swapped out
