@@ -27,9 +27,11 @@ atexit.register(shutil.rmtree, _SESSION_CACHE, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)
-def own_embedding_cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv(shared_cache.CACHE_DIR_ENV, str(tmp_path_factory.mktemp("user-cache")))
-    yield
+def own_embedding_cache(tmp_path_factory):
+    # Its own MonkeyPatch: a test's `monkeypatch.undo()` must not hand it the shared folder.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(shared_cache.CACHE_DIR_ENV, str(tmp_path_factory.mktemp("user-cache")))
+        yield
     shared_cache.close_all()
 
 
