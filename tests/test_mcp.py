@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import sys
 import time
@@ -25,8 +26,10 @@ from .test_concurrent_writers import _assert_no_duplicates, _many_files, _table_
 
 @asynccontextmanager
 async def mcp_client(root: Path, *args: str):
+    # The SDK passes only a few variables by default; the test's own cache folder must go too.
     params = StdioServerParameters(command=sys.executable,
-                                   args=["-m", "rag_lsp", "mcp", str(root), *args])
+                                   args=["-m", "rag_lsp", "mcp", str(root), *args],
+                                   env=dict(os.environ))
     with open(root.parent / "mcp-stderr.log", "a", encoding="utf-8") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write):
             async with ClientSession(read, write) as session:

@@ -5,6 +5,7 @@ its tools. The agents themselves (Claude Code, VS Code, Cursor, Codex) are not r
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import sys
@@ -12,7 +13,9 @@ from pathlib import Path
 
 import pytest
 from mcp.client.session import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.stdio import StdioServerParameters, get_default_environment, stdio_client
+
+from rag_lsp.embedding.shared_cache import CACHE_DIR_ENV
 
 try:
     import tomllib
@@ -70,8 +73,10 @@ async def test_each_configuration_starts_the_server(config, sample_root):
     _label, command, args = config
     if not command:
         pytest.skip("reading the Codex block needs tomllib (Python 3.11)")
+    # The environment a client gives (the SDK's default), plus the test's own cache folder.
+    env = {**get_default_environment(), CACHE_DIR_ENV: os.environ[CACHE_DIR_ENV]}
     params = StdioServerParameters(command=_substitute(command, sample_root),
-                                   args=[_substitute(a, sample_root) for a in args])
+                                   args=[_substitute(a, sample_root) for a in args], env=env)
     with open(sample_root.parent / "stderr.log", "w", encoding="utf-8") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write):
             async with ClientSession(read, write) as session:

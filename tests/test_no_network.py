@@ -3,6 +3,7 @@ internet socket (onnxruntime's telemetry used to resolve mobile.events.data.micr
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import time
@@ -66,7 +67,7 @@ async def test_the_mcp_server_opens_no_internet_socket(tmp_path):
     trace = tmp_path / "trace.txt"
     params = StdioServerParameters(command="strace", args=[
         "-f", "-s", "120", "-e", "trace=network", "-o", str(trace),
-        sys.executable, "-m", "rag_lsp", "mcp", str(root)])
+        sys.executable, "-m", "rag_lsp", "mcp", str(root)], env=dict(os.environ))
     with open(tmp_path / "stderr.log", "w", encoding="utf-8") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write):
             async with ClientSession(read, write) as session:

@@ -127,6 +127,12 @@ class WorkspaceKeeper:
         if self._thread is not None:
             self._thread.join(timeout)
 
+    @property
+    def still_working(self) -> bool:
+        """Whether the keeper's thread is still in a batch after :meth:`close` gave up
+        waiting (a model call or a write under way)."""
+        return self._thread is not None and self._thread.is_alive()
+
     # ---- the keeper's thread ------------------------------------------------------------
 
     def _run(self) -> None:

@@ -11,6 +11,7 @@ search waits only for the model, never for indexing.
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -95,4 +96,10 @@ def serve_mcp(root: Path, settings: Settings | None = None, *, watch: bool = Tru
         keeper.close()
     log.info("rag-lsp mcp: client gone, exiting")
     sys.stdout.flush()
+    if keeper.still_working:
+        # Interpreter shutdown with a thread inside native code (onnxruntime, LanceDB,
+        # SQLite) can abort the process (seen: exit status -6). Skip it: every write is a
+        # commit of its own, and the kernel releases the writer lock.
+        sys.stderr.flush()
+        os._exit(0)
     return 0
