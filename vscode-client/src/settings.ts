@@ -9,7 +9,8 @@ export const SERVER_SETTINGS = [
   "rankLexicalWeight", "rankIdentifierLexicalWeight", "rankDefinitionBoost", "rankPathBoost",
   "rankFileAgreement", "rankTestPrior", "rankDocsPrior", "rankExamplePrior", "rankLegacyPrior",
   "rankGeneratedPrior", "rankDataPrior", "rankReexportPrior",
-  "indexPath", "modelDir", "embedBatchSize", "indexThreads", "extraModes",
+  "indexPath", "modelDir", "embedBatchSize", "indexThreads", "embeddingCache",
+  "embeddingCacheMegabytes", "extraModes",
 ] as const;
 
 export const SECTION = "ragLsp";
