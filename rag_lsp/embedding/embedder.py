@@ -30,8 +30,9 @@ DEFAULT_BATCH_SIZE = 32
 # (bench/embed_throughput.py: ~10% over fixed batches of 16), so long texts go 4 at a time
 # and short ones up to the batch size.
 MAX_BATCH_TOKENS = 1024
-# The session that embeds in bulk (indexing) holds ~110 MB: it is created when first needed
-# and let go after this long unused, so a server whose index is current does not keep it.
+# The session that embeds in bulk (indexing) holds ~110 MB: it is loaded with the model (which
+# checks the model), let go after this long unused, so a server whose index is current does
+# not keep it, and made again by the next batch.
 BULK_IDLE_SECONDS = 60.0
 
 

@@ -74,7 +74,7 @@ class EmbeddingCache:
     def __init__(self, path: Path, dimension: int, max_bytes: int):
         self.path = path
         self.dimension = dimension
-        self.max_rows = max(1, int(max_bytes // (dimension * 4 + ROW_OVERHEAD_BYTES)))
+        self.max_rows = _rows_within(max_bytes, dimension)
         self._lock = threading.Lock()
         self._failed_at: float | None = None  # when it last failed: off until RETRY_SECONDS
         self._warned = False  # a failure is logged once per process
@@ -283,6 +283,10 @@ class _NotOurs(sqlite3.DatabaseError):
     """A database of another format or dimension."""
 
 
+def _rows_within(max_bytes: int, dimension: int) -> int:
+    return max(1, max_bytes // (dimension * 4 + ROW_OVERHEAD_BYTES))
+
+
 def _crc(key: bytes, blob: bytes) -> int:
     return zlib.crc32(blob, zlib.crc32(key))
 
@@ -304,7 +308,7 @@ def open_shared(folder: Path, model_id: str, model_sha256: str, tokenizer_sha256
         cache = _SHARED.get(path)
         if cache is None:
             cache = _SHARED[path] = EmbeddingCache(path, dimension, max_bytes)
-        cache.max_rows = max(1, int(max_bytes // (dimension * 4 + ROW_OVERHEAD_BYTES)))
+        cache.max_rows = _rows_within(max_bytes, dimension)  # the setting may have changed
         return cache
 
 
