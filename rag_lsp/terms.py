@@ -53,12 +53,26 @@ def words(text: str) -> list[str]:
 def text_terms(text: str) -> set[str]:
     """Stemmed, lower-case terms of ``text``: every word and every part of a compound one."""
     terms: set[str] = set()
-    for word in words(text):
-        terms.add(stem(word))
-        parts = split_identifier(word)
-        if len(parts) > 1:
-            terms.update(stem(p) for p in parts)
+    for word in set(words(text)):
+        terms.update(_word_terms(word) if len(word) <= _CACHED_WORD else _split_terms(word))
     return terms
+
+
+_CACHED_WORD = 64  # longer words (hashes, base64) are rarely seen twice: not worth a slot
+
+
+@functools.lru_cache(maxsize=65536)
+def _word_terms(word: str) -> tuple[str, ...]:
+    """A word's stem and its parts' stems. Cached: code repeats its words, and splitting and
+    stemming each occurrence was most of the cost (3x on generated Python, same terms)."""
+    return _split_terms(word)
+
+
+def _split_terms(word: str) -> tuple[str, ...]:
+    parts = split_identifier(word)
+    if len(parts) > 1:
+        return (stem(word), *(stem(p) for p in parts))
+    return (stem(word),)
 
 
 def query_terms(text: str) -> list[str]:
