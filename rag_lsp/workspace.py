@@ -45,6 +45,7 @@ from rag_lsp.search.calibration import BackgroundCache
 from rag_lsp.search.pipeline import SearchIndex, search_chunks, search_files
 from rag_lsp.search.ranking import RankingWeights
 from rag_lsp.search.results import MODES, ChunkHit, SearchFilters, SearchResponse
+from rag_lsp.store.draft import DraftIndex
 from rag_lsp.store.lance_store import ChunkStore
 from rag_lsp.store.live_index import LiveIndex
 from rag_lsp.store.manifest import SCHEMA_VERSION, IndexManifest
@@ -72,6 +73,9 @@ class WorkspaceStatus:
     last_indexed_at: str | None
     degraded_reason: str | None = None  # why only lexical search works, if it does
     embedding_cache: str | None = None  # the shared cache's file, when it is on
+    # New files a run of this process has not embedded yet, searchable by their words only
+    # (see rag_lsp.store.draft).
+    drafted_files: int = 0
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -138,6 +142,8 @@ class Workspace:
         # What the index looks like, for calibration; made again for each build's tables.
         self._background = BackgroundCache()
         self._background_of: ChunkStore | None = None
+        # New files by their words while a run embeds them (searched beside the index).
+        self._draft = DraftIndex() if settings.lexical_first else None
 
     @classmethod
     def open(
@@ -262,7 +268,10 @@ class Workspace:
         usable for reads."""
         self._closed.set()
 
-    def _indexer(self, store: ChunkStore, rechunk: bool = False) -> Indexer:
+    def _indexer(self, store: ChunkStore, rechunk: bool = False, *,
+                 beside: bool = False) -> Indexer:
+        """``beside``: the run builds a new index while the current one answers searches (no
+        draft: the current index has every file)."""
         embedder = self._require_model()
         return Indexer(
             self.root,
@@ -275,6 +284,7 @@ class Workspace:
             self.index_dir,
             rechunk=rechunk,
             shared_cache=self._shared_cache(),
+            draft=None if beside else self._draft,
         )
 
     def _shared_cache(self) -> EmbeddingCache | None:
@@ -338,7 +348,7 @@ class Workspace:
         try:
             manifest.write(staging)
             store = ChunkStore(staging, embedder.dimension, create=True)
-            report = self._indexer(store).run(_with_note(progress, REBUILD_NOTE))
+            report = self._indexer(store, beside=True).run(_with_note(progress, REBUILD_NOTE))
             manifest.last_indexed_at = _now()
             manifest.write(staging)
             if progress is not None:
@@ -455,6 +465,7 @@ class Workspace:
             self.embedder.embed_query if self.embedder else None,
             self._background,
             RankingWeights.from_settings(self.settings),
+            self._draft,
         )
 
     def definition_span(self, path: str, symbol: str) -> tuple[int, int] | None:
@@ -502,4 +513,9 @@ class Workspace:
             last_indexed_at=manifest.last_indexed_at if manifest else None,
             degraded_reason=str(self.model_error) if self.embedder is None else None,
             embedding_cache=str(cache.path) if (cache := self._shared_cache()) else None,
+            drafted_files=self.drafted_files(),
         )
+
+    def drafted_files(self) -> int:
+        """New files searchable by their words only, while this process's run embeds them."""
+        return len(self._draft) if self._draft is not None else 0

@@ -265,6 +265,47 @@ async def test_a_burst_of_200_changes_is_applied_in_a_few_batches(client, tmp_pa
         await _appears(client, "zebra quartz 199", "burst/module_199.py", present=False)
 
 
+def _module_with_functions(n: int) -> str:
+    body = [f'"""Helpers of part {n}: parsing, rendering and retrying uploads."""', ""]
+    for k in range(5):
+        body += ["", f"def step_{n}_{k}(value, retries=3):",
+                 f'    """Step {k} of part {n}: parse the value, render it and retry."""',
+                 "    for attempt in range(retries):",
+                 f"        value = value + {n * 10 + k}  # attempt {{attempt}}",
+                 "    return value", ""]
+    return "\n".join(body)
+
+
+async def test_new_files_answer_by_their_words_before_the_model_has_read_them(client,
+                                                                              tmp_path):
+    """lexicalFirst through the server: a folder of new files is searchable at once, its files
+    found as drafted windows (kind text, no symbol) before their chunks are written."""
+    root = tmp_path / "draft-workspace"
+    files = {f"pkg/mod_{n:02d}.py": _module_with_functions(n) for n in range(40)}
+    files["zz/ledger.py"] = (
+        '"""Reconcile ledger entries against the monthly bank statement."""\n\n\n'
+        "class LedgerReconciler:\n"
+        '    """Matches each ledger entry with a statement line."""\n\n'
+        "    def reconcile(self, entries, statement):\n"
+        "        return [e for e in entries if e in statement]\n")
+    write_files(root, files)
+    _folders_changed(client, added=[root])
+    try:
+        first_seen: list[dict] = []
+
+        async def ledger_found():
+            result = await search(client, "reconcile ledger entries with the bank statement")
+            first_seen.extend(r for r in result["results"]
+                              if r["uri"].endswith("/zz/ledger.py"))
+            return first_seen
+
+        await wait_until(ledger_found, what="the ledger file found")
+        # Found before its chunks were written (they take the model ~10 s or more): a draft.
+        assert (first_seen[0]["kind"], first_seen[0]["symbol"]) == ("text", ""), first_seen[0]
+    finally:
+        _folders_changed(client, removed=[root])
+
+
 async def test_the_folder_settings_file_is_honoured_and_followed(client, repo, scratch):
     config = repo / ".rag-lsp.json"
     scratch.append(config)

@@ -104,12 +104,17 @@ class WorkspaceKeeper:
         return self._status
 
     def wait_searchable(self, timeout: float) -> bool:
-        """Wait (at most ``timeout`` s) until the index has something to search: the first
-        batch of a first run is written, or the run is over. True if it has."""
+        """Wait (at most ``timeout`` s) until the index has something to search: the new
+        files drafted by their words (all of them: the draft is complete), the first batch
+        of a first run written, or the run over. True if it has."""
         ws = self.workspace()
         deadline = time.monotonic() + timeout
         while True:
-            if not self._status.building or (ws.has_index() and ws.status().chunks > 0):
+            status = self._status
+            drafted = (ws.drafted_files() > 0 and not (
+                status.progress is not None and status.progress.phase == "draft"))
+            if not status.building or (ws.has_index() and (
+                    drafted or ws.status().chunks > 0)):
                 return ws.has_index()
             if time.monotonic() >= deadline:
                 return False

@@ -94,8 +94,11 @@ class WorkspaceTools:
         if self.keeper.had_index:  # a restart: checking for changes made while it was off
             return (f"Note: the index is being brought up to date{done}; files changed since "
                     "the last run may not show yet.")
-        return (f"Note: the index is still being built{done}; results may be incomplete. "
-                "Search again later for the full picture.")
+        drafted = self.keeper.workspace().drafted_files()
+        by_words = (f" {drafted} files are matched by their words only until the model has "
+                    "read them." if drafted else "")
+        return (f"Note: the index is still being built{done}; results may be incomplete."
+                f"{by_words} Search again later for the full picture.")
 
     def search_code(self, args: dict) -> ToolAnswer:
         ws = self.keeper.workspace()

@@ -59,7 +59,8 @@ class IndexProgressBar:
                 self._waited = True
                 err.print(f"rag-lsp: {event.message}…")
             return
-        description = {"scan": "scanning", "index": "indexing", "finish": "finishing"}
+        description = {"scan": "scanning", "draft": "reading", "index": "indexing",
+                       "finish": "finishing"}
         self._progress.update(
             self._task,
             description=description.get(event.phase, event.phase),

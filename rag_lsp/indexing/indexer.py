@@ -34,6 +34,7 @@ from rag_lsp.indexing.scan import (
     scan_workspace,
 )
 from rag_lsp.indexing.secrets import redact_secrets
+from rag_lsp.store.draft import DraftIndex
 from rag_lsp.store.lance_store import ChunkStore, FileRecord
 from rag_lsp.terms import text_terms
 
@@ -48,6 +49,9 @@ REMOVALS_WITH_WRITE = 100
 # batches: searches meanwhile scan unindexed rows and small fragments, which grows their
 # latency with every batch (bench/server_latency.py, search during a re-index).
 OPTIMIZE_EVERY_BATCHES = 4
+# New files a run must have before it drafts them (see rag_lsp.store.draft): a few new files
+# are embedded within seconds anyway.
+DRAFT_MIN_FILES = 20
 
 
 # Skip reason for code whose lines average over 400 characters (a bundle, one-line data).
@@ -138,6 +142,7 @@ class Indexer:
         *,
         rechunk: bool = False,
         shared_cache: EmbeddingCache | None = None,
+        draft: DraftIndex | None = None,
     ):
         self.root = root
         # Re-chunk every file even if unchanged (the chunk settings changed).
@@ -147,6 +152,8 @@ class Indexer:
         self._embed = embed
         # Vectors other workspaces (branches, worktrees, clones) already computed.
         self._shared_cache = shared_cache
+        # New files, searchable by their words until their chunks are embedded and written.
+        self._draft = draft
         self._counter = counter
         self._index_dir = index_dir
         self._batches_written = 0
@@ -228,13 +235,40 @@ class Indexer:
         report: IndexReport,
         notify: ProgressCallback,
     ) -> None:
+        unchanged: list[FileRecord] = []
+        to_check = {f.path for f in files if self.rechunk or not _same_stat(known, f)}
+        meter = _Meter(notify, report, len(files),
+                       sum(_weight(f) for f in files if f.path in to_check))
+        try:
+            self._draft_new([f for f in files if f.path in to_check and f.path not in known],
+                            notify)
+            self._index_checked(files, to_check, known, report, meter, unchanged)
+        finally:
+            if self._draft is not None:
+                self._draft.clear()
+        if unchanged:
+            self.store.touch_files(unchanged)
+
+    def _draft_new(self, new: list[ScannedFile], notify: ProgressCallback) -> None:
+        """Make new files searchable by their words before the model reads them."""
+        if self._draft is None or len(new) < DRAFT_MIN_FILES:
+            return
+        notify(IndexProgress("draft", files_total=len(new),
+                             message=f"making {len(new):,} new files searchable by their words"))
+        for scanned in new:
+            content, language = self._read(scanned)
+            if not isinstance(content, FileContent):
+                continue  # the run skips it too, and says why
+            if not self._draft.add(scanned.path, self._text_to_index(content), language):
+                log.info("draft index full: later new files are searchable once embedded")
+                return
+
+    def _index_checked(self, files: list[ScannedFile], to_check: set[str],
+                       known: dict[str, FileRecord], report: IndexReport, meter: _Meter,
+                       unchanged: list[FileRecord]) -> None:
         pending: list[_Pending] = []
         pending_chunks = 0
-        unchanged: list[FileRecord] = []
         total = len(files)
-        to_check = {f.path for f in files if self.rechunk or not _same_stat(known, f)}
-        meter = _Meter(notify, report, total,
-                       sum(_weight(f) for f in files if f.path in to_check))
         for done, scanned in enumerate(files, start=1):
             if scanned.path not in to_check:
                 report.files_unchanged += 1
@@ -252,8 +286,6 @@ class Indexer:
                 pending, pending_chunks = [], 0
             if done % 25 == 0 or done == total:
                 meter.notify()
-        if unchanged:
-            self.store.touch_files(unchanged)
 
     def _prepare(
         self,
@@ -262,10 +294,7 @@ class Indexer:
         report: IndexReport,
         unchanged: list[FileRecord],
     ) -> _Pending | None:
-        content = read_text_file(scanned.abs_path, self.settings.max_file_bytes)
-        language = language_for(scanned.path)
-        if isinstance(content, FileContent) and looks_minified(content.text, language):
-            content = MINIFIED  # no structure to find, and many minutes of embedding
+        content, language = self._read(scanned)
         if not isinstance(content, FileContent):
             log.info("skipped %s: %s", scanned.path, content)
             report.skip(content)
@@ -280,13 +309,23 @@ class Indexer:
                                         old.sha256, old.chunks))
             report.files_unchanged += 1
             return None
-        text = redact_secrets(content.text) if self.settings.secret_filter else content.text
-        chunks = chunk_document(text, language, self._counter, self._options,
-                                path=scanned.path)
+        chunks = chunk_document(self._text_to_index(content), language, self._counter,
+                                self._options, path=scanned.path)
         record = FileRecord(scanned.path, scanned.size, scanned.mtime_ns, content.sha256,
                             len(chunks))
         report.files_indexed += 1
         return _Pending(record, chunks, language, _weight(scanned))
+
+    def _read(self, scanned: ScannedFile) -> tuple[FileContent | str, str]:
+        """The file's content, or why it is skipped; and its language."""
+        content = read_text_file(scanned.abs_path, self.settings.max_file_bytes)
+        language = language_for(scanned.path)
+        if isinstance(content, FileContent) and looks_minified(content.text, language):
+            content = MINIFIED  # no structure to find, and many minutes of embedding
+        return content, language
+
+    def _text_to_index(self, content: FileContent) -> str:
+        return redact_secrets(content.text) if self.settings.secret_filter else content.text
 
     def _write(self, pending: list[_Pending], report: IndexReport, meter: _Meter) -> None:
         embed_texts = [c.embed_text for item in pending for c in item.chunks]
@@ -353,6 +392,8 @@ class Indexer:
         # Build the full-text index with the first batch, so lexical search works while
         # the rest is indexed (later rows are searched unindexed until optimize folds them in).
         self.store.ensure_fts_index()
+        if self._draft is not None:  # the real chunks answer from now on (full text included)
+            self._draft.discard(item.record.path for item in pending)
         if self._batches_written % OPTIMIZE_EVERY_BATCHES == 0:
             self.store.optimize()
 

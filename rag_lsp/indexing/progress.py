@@ -20,7 +20,9 @@ class IndexProgress:
     the share moves with the time the run really takes, not with a count of files.
     """
 
-    phase: str  # "wait" (for another writer) | "scan" | "index" | "finish"
+    # "wait" (for another writer) | "scan" | "draft" (new files made searchable by their
+    # words, see rag_lsp.store.draft) | "index" | "finish"
+    phase: str
     files_done: int = 0
     files_total: int = 0
     chunks_embedded: int = 0

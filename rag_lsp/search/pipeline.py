@@ -1,7 +1,8 @@
 """A search from query to results: retrieve candidates, rank them, keep what is relevant.
 
 Retrievers (each optional by mode): nearest chunks by vector, full-text matches of the query
-(with the parts of its identifiers), and chunks that *define* a queried identifier. The
+(with the parts of its identifiers), chunks that *define* a queried identifier, and, while a
+first index runs, windows of the files not embedded yet (``rag_lsp.store.draft``). The
 ranking layer (``ranking.py``) scores every candidate and groups them into files; the
 threshold applies to that same score.
 """
@@ -38,6 +39,7 @@ from rag_lsp.search.results import (
     preview_of,
     snippet_of,
 )
+from rag_lsp.store.draft import DraftIndex, is_drafted
 from rag_lsp.store.lance_store import ChunkStore
 from rag_lsp.store.sql import all_of, in_list
 from rag_lsp.terms import path_terms
@@ -61,13 +63,18 @@ class SearchIndex:
     embed_query: Callable[[str], np.ndarray] | None  # None without the model
     background: BackgroundCache
     weights: RankingWeights
+    draft: DraftIndex | None = None  # new files not embedded yet, by their words
+
+
+def _glob_spec(globs: tuple[str, ...]) -> pathspec.GitIgnoreSpec:
+    return pathspec.GitIgnoreSpec.from_lines(globs)
 
 
 def filter_clause(store: ChunkStore, filters: SearchFilters) -> str | None:
     """A LanceDB prefilter for ``filters``; path globs are resolved against indexed paths."""
     path_clause = None
     if filters.paths:
-        spec = pathspec.GitIgnoreSpec.from_lines(filters.paths)
+        spec = _glob_spec(filters.paths)
         matching = [p for p in store.file_records() if spec.match_file(p)]
         path_clause = in_list("path", matching)
     return all_of(
@@ -77,10 +84,25 @@ def filter_clause(store: ChunkStore, filters: SearchFilters) -> str | None:
     )
 
 
-def _retrieve(index: SearchIndex, q: QueryAnalysis, mode: str, limit: int,
-              where: str | None) -> tuple[list[Candidate], np.ndarray | None]:
+def draft_filter(filters: SearchFilters) -> Callable[[dict], bool] | None:
+    """``filters``' paths and languages applied to a drafted window's row (see
+    :func:`filter_clause`). A kind filter takes no drafts: a kind is what the chunker finds,
+    and a drafted file has not been chunked yet."""
+    if not (filters.paths or filters.languages):
+        return None
+    spec = _glob_spec(filters.paths) if filters.paths else None
+    return lambda row: ((spec is None or spec.match_file(row["path"]))
+                        and (not filters.languages or row["language"] in filters.languages))
+
+
+def _retrieve(index: SearchIndex, q: QueryAnalysis, mode: str, limit: int, where: str | None,
+              filters: SearchFilters) -> tuple[list[Candidate], np.ndarray | None]:
     store = index.store
     lexical = mode != "vector"
+    drafted = (index.draft.search(q.terms, q.identifiers, limit, draft_filter(filters))
+               if lexical and index.draft and not filters.kinds else [])
+    if where == "(false)":  # no indexed file passes the filters; drafted ones may
+        return [Candidate(row) for row in drafted], None
     # Full-text and definition lookups run beside embedding + vector search (both release
     # the GIL).
     with_vectors = mode == "hybrid" and LEXICAL_COSINES
@@ -104,6 +126,11 @@ def _retrieve(index: SearchIndex, q: QueryAnalysis, mode: str, limit: int,
             cosine = (float(np.asarray(vector, dtype=np.float32) @ query_vector)
                       if query_vector is not None and vector is not None else None)
             found[row["id"]] = Candidate(row, cosine)
+    # A drafted file has no vectors yet; its written chunks, once there, replace it.
+    written = {c.path for c in found.values()}
+    for row in drafted:
+        if row["path"] not in written:
+            found[row["id"]] = Candidate(row)
     return list(found.values()), query_vector
 
 
@@ -137,16 +164,20 @@ def ranked_files(index: SearchIndex, query: str, *, mode: str, limit: int,
     """Every candidate file, best first, with raw scores (no cut; ``floor`` is the threshold
     as a raw score, which role priors respect)."""
     where = filter_clause(index.store, filters)
-    if where == "(false)":
+    if where == "(false)" and not index.draft:
         return []
     q = analyze(query)
-    candidates, query_vector = _retrieve(index, q, mode, limit, where)
+    candidates, query_vector = _retrieve(index, q, mode, limit, where, filters)
     if not candidates:
         return []
     background = index.background.get(index.store)
     noise = background.similarity(query_vector) if query_vector is not None else 0.0
     cosines = [c.cosine for c in candidates if c.cosine is not None]
     best_margin = max(cosines) - noise if cosines else None
+    if any(is_drafted(c.row) for c in candidates):
+        # The margin sees only the part of the workspace embedded so far: the drafted rest
+        # is judged by its words, as a lexical search is.
+        best_margin = None
     ctx = RankContext(
         q, background, index.weights,
         semantic=query_vector is not None, lexical=mode != "vector", noise=noise,

@@ -10,7 +10,7 @@ export const SERVER_SETTINGS = [
   "rankFileAgreement", "rankTestPrior", "rankDocsPrior", "rankExamplePrior", "rankLegacyPrior",
   "rankGeneratedPrior", "rankDataPrior", "rankReexportPrior",
   "indexPath", "modelDir", "embedBatchSize", "indexThreads", "embeddingCache",
-  "embeddingCacheMegabytes", "extraModes",
+  "embeddingCacheMegabytes", "lexicalFirst", "extraModes",
 ] as const;
 
 export const SECTION = "ragLsp";

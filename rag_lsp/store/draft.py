@@ -1,0 +1,156 @@
+"""A provisional word index of the files a first index has not embedded yet.
+
+The model embeds 20-50 chunks a second on two cores, so a first index of 1,000 files takes
+many minutes, and a file was not searchable at all until its chunks were embedded and written.
+Before embedding, the indexer now reads each new file once and adds it here as plain windows of
+lines with their terms and the names they define: no tokenizer and no model (7-8 s for 10 MB
+on a 2-core VM, reading and redacting secrets included). Searches take candidates from here
+beside the real index (word evidence only, no cosine: a drafted window ranks below an embedded
+chunk that matches as well); a file leaves as soon as its real chunks are written, and
+everything goes when the run ends.
+
+It lives in the memory of the process that indexes: another process reading the same index
+sees files as their real chunks land.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from rag_lsp.chunking.definitions import defined_names
+from rag_lsp.terms import path_terms, text_terms
+
+WINDOW_LINES = 40
+# Text held at most: a monorepo's first index drafts its first 32 MB of new files (about 3,000
+# files of 10 kB; the draft then holds ~90 MB: 27 MB per 10 MB of text), the rest becomes
+# searchable as it is embedded.
+MAX_BYTES = 32 << 20
+# What a drafted window is, for filters and for result kinds (the chunker's plain windows).
+DRAFT_KIND = "text"
+_ID_PREFIX = "draft:"
+
+
+def is_drafted(row: dict) -> bool:
+    """Whether a search candidate's row is a drafted window (not a stored chunk)."""
+    return row["id"].startswith(_ID_PREFIX)
+
+
+@dataclass(frozen=True)
+class _Window:
+    path: str
+    language: str
+    start_line: int
+    end_line: int
+    text: str
+    terms: str  # space-separated, as the index stores them (a set per window cost 5x more)
+    defines: str
+
+    def row(self) -> dict:
+        """The window as a search reads a stored chunk (see ``RESULT_COLUMNS``)."""
+        return {"id": f"{_ID_PREFIX}{self.path}:{self.start_line}", "path": self.path,
+                "start_line": self.start_line, "end_line": self.end_line,
+                "language": self.language, "kind": DRAFT_KIND, "symbol": "",
+                "text": self.text, "defines": self.defines, "terms": self.terms}
+
+
+class DraftIndex:
+    """Files by their words until their real chunks are written. Thread-safe: the indexer
+    adds and discards while searches read."""
+
+    def __init__(self, max_bytes: int = MAX_BYTES):
+        self._lock = threading.Lock()
+        self._max_bytes = max_bytes
+        self._bytes = 0
+        self._windows: dict[int, _Window] = {}
+        self._by_path: dict[str, list[int]] = {}
+        self._size: dict[str, int] = {}
+        # term -> windows holding it. Lists, appended to and never pruned: a discarded window's
+        # id stays until the draft is cleared and is skipped when read (a set per term held
+        # about 40 bytes per entry, and a draft has a million entries per 10 MB of text).
+        self._postings: dict[str, list[int]] = {}
+        self._next_id = 0
+
+    def __len__(self) -> int:
+        """Files held."""
+        return len(self._by_path)
+
+    def add(self, path: str, text: str, language: str) -> bool:
+        """Hold ``path``'s text (already redacted as indexing would); False when full."""
+        if self._bytes + len(text) > self._max_bytes:
+            return False
+        lines = text.split("\n")  # as editors and the chunkers count lines (not at \f, \r)
+        if lines and not lines[-1]:
+            lines.pop()  # the final newline ends the last line, it does not start one
+        windows = []
+        for start in range(0, len(lines), WINDOW_LINES):
+            body = "\n".join(lines[start:start + WINDOW_LINES])
+            if body.strip():
+                terms = text_terms(body) | path_terms(path)
+                windows.append((terms, _Window(
+                    path, language, start + 1, min(start + WINDOW_LINES, len(lines)), body,
+                    " ".join(terms), " ".join(defined_names(body, language)))))
+        with self._lock:
+            self._discard(path)
+            ids = self._by_path[path] = []
+            for terms, window in windows:
+                ids.append(self._next_id)
+                self._windows[self._next_id] = window
+                for term in terms:
+                    self._postings.setdefault(term, []).append(self._next_id)
+                self._next_id += 1
+            self._size[path] = len(text)
+            self._bytes += len(text)
+        return True
+
+    def discard(self, paths: Iterable[str]) -> None:
+        """Drop these files (their real chunks are written, or they were skipped)."""
+        with self._lock:
+            for path in paths:
+                self._discard(path)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._windows.clear()
+            self._by_path.clear()
+            self._size.clear()
+            self._postings.clear()
+            self._bytes = 0
+
+    def _discard(self, path: str) -> None:
+        self._bytes -= self._size.pop(path, 0)
+        for window_id in self._by_path.pop(path, ()):
+            del self._windows[window_id]
+
+    def search(self, terms: Sequence[str], identifiers: Sequence[str], limit: int,
+               accept: Callable[[dict], bool] | None = None) -> list[dict]:
+        """Up to ``limit`` windows holding the most of ``terms`` (rarer ones weighing more)
+        or defining one of ``identifiers``, best first, as rows; ``accept`` filters them."""
+        with self._lock:
+            total = len(self._windows)
+            if not total:
+                return []
+            scores: dict[int, float] = {}
+            for term in dict.fromkeys(terms):
+                live = [w for w in self._postings.get(term, ()) if w in self._windows]
+                weight = math.log((total + 1) / (len(live) + 0.5))
+                for window_id in live:
+                    scores[window_id] = scores.get(window_id, 0.0) + weight
+            if identifiers:
+                wanted = {i.lower() for i in identifiers}
+                for window_id in {w for t in text_terms(" ".join(identifiers))
+                                  for w in self._postings.get(t, ()) if w in self._windows}:
+                    names = self._windows[window_id].defines.lower().split()
+                    if wanted & set(names):
+                        scores[window_id] = scores.get(window_id, 0.0) + math.log(total + 1)
+            ranked = sorted(scores, key=lambda i: (-scores[i], i))
+            rows = []
+            for window_id in ranked:
+                row = self._windows[window_id].row()
+                if accept is None or accept(row):
+                    rows.append(row)
+                    if len(rows) == limit:
+                        break
+            return rows

@@ -1,0 +1,178 @@
+"""New files are searchable by their words before the model has embedded them (lexicalFirst)."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from rag_lsp.config import Settings
+from rag_lsp.indexing.indexer import DRAFT_MIN_FILES
+from rag_lsp.search.results import SearchFilters
+from rag_lsp.store.draft import DraftIndex
+from rag_lsp.workspace import Workspace
+
+from .conftest import write_files
+
+TOPICS = ["parse the config file", "render the page header", "retry a failed upload",
+          "compress old log files", "schedule the nightly report", "resize uploaded images"]
+
+
+def _module(n: int) -> str:
+    topic = TOPICS[n % len(TOPICS)]
+    return f'''
+        """Helpers to {topic}."""
+
+
+        def step_{n}(value):
+            """{topic.capitalize()}, step {n}."""
+            return value + {n}
+        '''
+
+
+def _workspace_files(count: int) -> dict[str, str]:
+    files = {f"pkg/mod_{n:02d}.py": _module(n) for n in range(count)}
+    # The one file that answers; scanned last, so no batch before it can have embedded it.
+    files["zz/ledger.py"] = '''
+        """Reconcile ledger entries against the monthly bank statement."""
+
+        AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
+
+
+        class LedgerReconciler:
+            """Matches each ledger entry with a statement line."""
+
+            def reconcile(self, entries, statement):
+                return [e for e in entries if e in statement]
+        '''
+    return files
+
+
+# ---- the draft index on its own ------------------------------------------------------------
+
+
+def test_a_window_is_found_by_its_words_and_leaves_with_its_file():
+    draft = DraftIndex()
+    draft.add("a.py", "import os\n\n" + "x = 1\n" * 50 + "def reconcile_ledger():\n    pass\n",
+              "python")
+    draft.add("b.py", "def other():\n    return 'ledger'\n", "python")
+    rows = draft.search(["reconcil", "ledger"], (), 10)
+    assert [r["path"] for r in rows] == ["a.py", "b.py"]
+    assert rows[0]["start_line"] == 41 and rows[0]["end_line"] == 54  # the window with both
+    assert "reconcile_ledger" in rows[0]["text"]
+    draft.discard(["a.py"])
+    assert [r["path"] for r in draft.search(["reconcil", "ledger"], (), 10)] == ["b.py"]
+    draft.clear()
+    assert len(draft) == 0 and draft.search(["ledger"], (), 10) == []
+
+
+def test_windows_count_lines_as_editors_do():
+    draft = DraftIndex()
+    draft.add("old.c", "/* page one */\n\f\n" + "int x;\r\n" * 40 + "int ledger;\n", "c")
+    (row,) = draft.search(["ledger"], (), 10)
+    assert (row["start_line"], row["end_line"]) == (41, 43)  # ledger is on line 43
+
+
+def test_the_window_defining_a_queried_name_comes_first():
+    draft = DraftIndex()
+    draft.add("use.py", "from m import Reconciler\nReconciler().run()\nReconciler.x\n", "python")
+    draft.add("m.py", "class Reconciler:\n    pass\n", "python")
+    rows = draft.search(["reconcil"], ("Reconciler",), 10)
+    assert rows[0]["path"] == "m.py" and "Reconciler" in rows[0]["defines"].split()
+
+
+def test_filters_apply_and_a_full_draft_takes_no_more():
+    draft = DraftIndex(max_bytes=100)
+    assert draft.add("docs/a.md", "ledger notes\n", "markdown")
+    assert draft.add("src/a.py", "ledger = 1\n", "python")
+    assert not draft.add("src/big.py", "ledger\n" * 100, "python")
+    only_python = lambda row: row["language"] == "python"  # noqa: E731
+    assert [r["path"] for r in draft.search(["ledger"], (), 10, only_python)] == ["src/a.py"]
+
+
+# ---- through a workspace, real model and real LanceDB --------------------------------------
+
+
+def _index_paused(ws: Workspace, after_chunks: int = 0
+                  ) -> tuple[threading.Thread, threading.Event, threading.Event]:
+    """Index ``ws`` in a thread that stops before a model batch (the first one after
+    ``after_chunks`` chunks were embedded), until released."""
+    reached, release = threading.Event(), threading.Event()
+
+    def progress(event) -> None:
+        if (event.phase == "index" and event.chunks_embedded >= after_chunks
+                and not reached.is_set()):
+            reached.set()
+            assert release.wait(120)
+
+    runner = threading.Thread(target=lambda: ws.index(progress=progress))
+    runner.start()
+    assert reached.wait(120), "indexing never reached the model"
+    return runner, reached, release
+
+
+@pytest.mark.parametrize("lexical_first", [True, False])
+def test_new_files_answer_before_the_model_has_read_them(tmp_path: Path, embedder,
+                                                         lexical_first: bool):
+    root = tmp_path / "ws"
+    write_files(root, _workspace_files(DRAFT_MIN_FILES + 5))
+    ws = Workspace.open(root, Settings.from_dict({"lexicalFirst": lexical_first}),
+                        embedder=embedder)
+    runner, _reached, release = _index_paused(ws)
+    try:
+        during = ws.search("reconcile ledger entries with the bank statement").results
+        packed = ws.find_chunks("reconcile ledger entries with the bank statement", limit=5)
+        during_filtered = ws.search("reconcile ledger", filters=SearchFilters(
+            paths=("pkg/**",))).results
+        by_kind = ws.search("reconcile ledger", filters=SearchFilters(kinds=("text",))).results
+        assert ws.status().chunks == 0  # nothing embedded or written yet
+        assert ws.has_index()  # so the servers search it (they skip a folder without one)
+        assert ws.status().drafted_files == (DRAFT_MIN_FILES + 6 if lexical_first else 0)
+    finally:
+        release.set()
+        runner.join(300)
+    if not lexical_first:
+        assert during == []
+        return
+    assert during and during[0].path == "zz/ledger.py"
+    assert "AKIAIOSFODNN7EXAMPLE" not in during[0].snippet  # drafts are redacted too
+    assert packed and packed[0].path == "zz/ledger.py"  # context packing gets them too
+    assert "LedgerReconciler" in packed[0].text and "AKIAIOSFODNN7EXAMPLE" not in packed[0].text
+    assert all(r.path.startswith("pkg/") for r in during_filtered)
+    assert by_kind == []  # a kind is what the chunker finds: drafts have none yet
+    # Once written, the file answers from its real chunks and the draft is gone.
+    after = ws.search("reconcile ledger entries with the bank statement").results
+    assert after[0].path == "zz/ledger.py" and after[0].symbol
+    assert len(ws._draft) == 0
+
+
+def test_a_few_new_files_are_not_drafted(tmp_path: Path, embedder):
+    root = tmp_path / "ws"
+    write_files(root, _workspace_files(3))
+    ws = Workspace.open(root, Settings.from_dict({}), embedder=embedder)
+    runner, _reached, release = _index_paused(ws)
+    try:
+        assert ws.search("reconcile ledger entries with the bank statement").results == []
+    finally:
+        release.set()
+        runner.join(300)
+
+
+def test_drafts_still_answer_once_some_files_are_embedded(tmp_path: Path, embedder,
+                                                          monkeypatch):
+    """The written chunks are unrelated to the question: their low similarity must not hide
+    the drafted file that answers it (the semantic margin sees only the embedded part)."""
+    monkeypatch.setattr("rag_lsp.indexing.indexer.WRITE_BATCH_CHUNKS", 8)
+    root = tmp_path / "ws"
+    write_files(root, _workspace_files(DRAFT_MIN_FILES + 5))
+    ws = Workspace.open(root, Settings.from_dict({}), embedder=embedder)
+    runner, _reached, release = _index_paused(ws, after_chunks=8)
+    try:
+        assert ws.status().chunks >= 8  # a batch is written
+        during = ws.search("reconcile ledger entries with the bank statement").results
+    finally:
+        release.set()
+        runner.join(300)
+    assert during and during[0].path == "zz/ledger.py"
+    assert (during[0].kind, during[0].symbol) == ("text", "")
