@@ -26,7 +26,7 @@ import numpy as np
 
 from rag_lsp.chunking import chunk_document, language_for
 from rag_lsp.embedding.embedder import OnnxEmbedder
-from rag_lsp.embedding.tokenizer import ModelTokenCounter
+from rag_lsp.embedding.tokenizer import ModelTokenCounter, load_tokenizer
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results"
@@ -85,14 +85,14 @@ class NaiveOnnx:
 
     def __init__(self, embedder: OnnxEmbedder):
         self.embedder = embedder
+        # A tokenizer of its own, configured as the engine's (truncated, unpadded): changing
+        # the engine's shared one here once left it padding every text of every later call,
+        # which made "ours default" slower and its vectors wrong.
+        self.tokenizer = load_tokenizer(embedder.files.tokenizer_path)
+        self.tokenizer.no_padding()
 
     def embed(self, texts: list[str], batch_size: int) -> np.ndarray:
-        tokenizer = self.embedder._tokenizer
-        tokenizer.no_padding()
-        try:
-            encodings = tokenizer.encode_batch(texts)
-        finally:
-            tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        encodings = self.tokenizer.encode_batch(texts)
         session = self.embedder._take_bulk_session()  # the session indexing uses
         try:
             parts = [self.embedder._run([e.ids for e in encodings[i : i + batch_size]],
