@@ -144,7 +144,7 @@ def test_a_read_a_swap_lands_in_is_not_paired_with_the_old_tables_vectors(worksp
     dim = workspace.embedder.dimension
     reader = ChunkStore(workspace.index_dir, dim)
     deadline = time.monotonic() + 60
-    while reader._vectors_in_memory() is None:  # loaded in the background
+    while reader.vectors_in_memory() is None:  # loaded in the background
         assert time.monotonic() < deadline, "the vectors never loaded into memory"
         time.sleep(0.02)
     version = reader.version()

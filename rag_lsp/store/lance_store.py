@@ -29,6 +29,7 @@ from rag_lsp.store.manifest import REBUILD_HINT
 from rag_lsp.store.private import private_dir
 from rag_lsp.store.sql import in_list
 from rag_lsp.store.vector_cache import VectorCache, VectorMatrix
+from rag_lsp.terms import query_terms
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +46,10 @@ RESULT_COLUMNS = ["id", "path", "start_line", "end_line", "language", "kind", "s
                   "defines", "terms"]
 # Rows read to describe an index as a whole (see rag_lsp.search.calibration).
 SAMPLE_COLUMNS = ["vector", "terms"]
-VECTOR_LOAD_BATCH_ROWS = 8192  # rows read at a time into the in-memory vector matrix
+# Rows read at a time into the in-memory vector matrix and postings: with the words, 8,192
+# held ~25 MB more at the peak of a 12k-chunk load than 2,048.
+VECTOR_LOAD_BATCH_ROWS = 2048
+POSTINGS_MAX_ROWS = 50_000  # chunks up to which full-text lookups are answered from memory
 
 
 def chunk_schema(dim: int) -> pa.Schema:
@@ -253,11 +257,16 @@ class ChunkStore:
     def _load_vectors(self) -> VectorMatrix:
         version = self._chunks.version
         rows = self._chunks.count_rows()
-        reader = (self._chunks.search().select(["vector"]).with_row_id(True).limit(None)
+        # Full-text postings too, up to a size (see rag_lsp.store.term_index): building them
+        # at 100k chunks held ~260 MB more for a moment and ~70 MB after, where LanceDB's own
+        # lookups are already a small part of a search.
+        columns = (["vector", "terms", "defines", "path"] if rows <= POSTINGS_MAX_ROWS
+                   else ["vector"])
+        reader = (self._chunks.search().select(columns).with_row_id(True).limit(None)
                   .to_batches(VECTOR_LOAD_BATCH_ROWS))
         return VectorMatrix.from_batches(version, reader, rows, self.dim)
 
-    def _vectors_in_memory(self) -> VectorMatrix | None:
+    def vectors_in_memory(self) -> VectorMatrix | None:
         if self.moved():  # the matrix's row ids belong to the tables swapped out
             return None
         try:
@@ -270,7 +279,7 @@ class ChunkStore:
         self, vector: np.ndarray, limit: int, where: str | None = None
     ) -> list[dict]:
         """The ``limit`` chunks nearest ``vector``, with their ``cosine``, nearest first."""
-        matrix = None if where else self._vectors_in_memory()
+        matrix = None if where else self.vectors_in_memory()
         if matrix is not None:
             row_ids, cosines = matrix.nearest(vector, limit)
             found = self._chunks.take_row_ids(row_ids).select([*RESULT_COLUMNS, "_rowid"])
@@ -293,15 +302,23 @@ class ChunkStore:
     @_reports_damage
     def text_search(self, text: str, limit: int, where: str | None = None, *,
                     column: str = "search_text", with_vectors: bool = True) -> list[dict]:
-        """BM25 matches of ``text`` in ``column`` (``search_text`` or ``defines``)."""
+        """BM25 matches of ``text`` in ``column`` (``search_text`` or ``defines``). Without a
+        filter, once the vectors are in memory, from the postings loaded with them (the
+        stored ``terms`` and path words stand for ``search_text``)."""
         # Another writer (thread or process) may have built the index since we opened.
         if not self._fts_ready:
             self._fts_ready = self._has_fts_index()
             if not self._fts_ready:
                 return []
+        matrix = self.vectors_in_memory()
+        if matrix is not None and matrix.terms is not None and not where:
+            rows = self._text_search_in_memory(matrix, text, limit, column, with_vectors)
+            if rows is not None:
+                return rows
+            matrix = self.vectors_in_memory()  # the table changed meanwhile
         # With the vector: lexical-only hits get a real cosine in hybrid search (from memory
         # when the vectors are loaded).
-        matrix = self._vectors_in_memory() if with_vectors else None
+        matrix = matrix if with_vectors else None
         columns = [*RESULT_COLUMNS, "_score"]
         if with_vectors and matrix is None:
             columns.append("vector")
@@ -316,6 +333,32 @@ class ChunkStore:
                 return self.text_search(text, limit, where, column=column)
             for row in rows:
                 row["vector"] = matrix.vector_of(int(row.pop("_rowid")))
+        return rows
+
+    def _text_search_in_memory(self, matrix: VectorMatrix, text: str, limit: int, column: str,
+                               with_vectors: bool) -> list[dict] | None:
+        """:meth:`text_search` from the postings loaded with the vectors (see
+        :mod:`rag_lsp.store.term_index`): one LanceDB read for the hits' columns. ``None``
+        when the table changed under it (the caller asks LanceDB)."""
+        if column == "defines":
+            index, terms = matrix.names, text.lower().split()
+        else:
+            index, terms = matrix.terms, query_terms(text)
+        assert index is not None
+        positions, scores = index.search(terms, limit)
+        row_ids = [int(r) for r in matrix.row_ids[positions]]
+        if not row_ids:  # unless these postings are of tables swapped out meanwhile
+            return None if self.moved() else []
+        found = self._chunks.take_row_ids(row_ids).select([*RESULT_COLUMNS, "_rowid"])
+        by_id = {row.pop("_rowid"): row for row in found.to_list()}
+        if len(by_id) < len(row_ids) or self.moved():  # rows went or a rebuild came meanwhile
+            return None
+        rows = []
+        for row_id, at, score in zip(row_ids, positions, scores, strict=True):
+            row = {**by_id[row_id], "_score": float(score)}
+            if with_vectors:
+                row["vector"] = matrix.vectors[at]
+            rows.append(row)
         return rows
 
     @_reports_damage

@@ -17,8 +17,11 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from rag_lsp.memory import return_freed_memory
+from rag_lsp.store.term_index import TermIndex, TermIndexBuilder
+from rag_lsp.terms import path_terms
 
 log = logging.getLogger(__name__)
 
@@ -32,15 +35,22 @@ class VectorMatrix:
     vectors: np.ndarray  # float32, rows x dim, unit length
     sorted_ids: np.ndarray  # row ids in ascending order …
     sorted_rows: np.ndarray  # … and the row of ``vectors`` each one is in
+    # Full-text postings of the same rows (row numbers as in ``vectors``), when the batches
+    # carried ``terms`` and ``defines`` (see rag_lsp.store.term_index)
+    terms: TermIndex | None = None
+    names: TermIndex | None = None
 
     @classmethod
     def from_batches(cls, version: int, batches: Iterable[pa.RecordBatch], rows: int,
                      dim: int) -> VectorMatrix:
         """The matrix from record batches of ``_rowid`` and ``vector`` (about ``rows`` rows),
         copied batch by batch into one array: reading the whole column at once held it three
-        times over (Arrow table, combined chunks, NumPy copy), 300 MB more at 100k chunks."""
+        times over (Arrow table, combined chunks, NumPy copy), 300 MB more at 100k chunks.
+        Batches that also carry ``terms`` and ``defines`` give the postings too."""
         vectors = np.empty((rows, dim), dtype=np.float32)
         row_ids = np.empty(rows, dtype=np.uint64)
+        words = {"terms": TermIndexBuilder(), "defines": TermIndexBuilder(lower=True)}
+        with_words = False
         filled = 0
         for batch in batches:
             count = batch.num_rows
@@ -50,10 +60,23 @@ class VectorMatrix:
             flat = batch.column("vector").flatten().to_numpy(zero_copy_only=False)
             vectors[filled:filled + count] = flat.reshape(count, dim)
             row_ids[filled:filled + count] = batch.column("_rowid").to_numpy()
+            if {"terms", "defines", "path"} <= set(batch.schema.names):
+                with_words = True
+                # A chunk is found by the words of its path too, as in the full-text index.
+                paths = batch.column("path")
+                unique = pc.unique(paths)
+                path_words = pa.array([" ".join(sorted(path_terms(p)))
+                                       for p in unique.to_pylist()], pa.string())
+                words["terms"].add(batch.column("terms"),
+                                   path_words.take(pc.index_in(paths, value_set=unique)))
+                words["defines"].add(batch.column("defines"))
             filled += count
         vectors, row_ids = vectors[:filled], row_ids[:filled]
         order = np.argsort(row_ids, kind="stable")
-        return cls(version, row_ids, vectors, row_ids[order], order)
+        with_words = with_words and not any(b.overflowed for b in words.values())
+        terms = words["terms"].finish() if with_words else None
+        names = words["defines"].finish() if with_words else None
+        return cls(version, row_ids, vectors, row_ids[order], order, terms, names)
 
     def nearest(self, query: np.ndarray, limit: int) -> tuple[list[int], np.ndarray]:
         """Row ids of the ``limit`` closest rows, closest first, and their cosines."""

@@ -1,0 +1,126 @@
+"""Full-text lookups from memory: BM25 over the terms each chunk already stores.
+
+LanceDB's full-text index costs 6-10 ms a lookup at 12k chunks on two cores (two lookups a
+search, queued on LanceDB's one event loop), a third of a search. Every chunk row already
+carries its analysed terms (``terms``: stemmed, stop words out, identifiers split, see
+``rag_lsp.terms``) and the names it defines (``defines``), so the postings are built from
+those columns in the same background scan that loads the vector matrix, for the same table
+version. Measured on the code benchmark and SciFact, ranking by these terms is as good as
+LanceDB's own tokenizer and counts (bench/README.md, "Where a search's time goes").
+
+Scoring is BM25 (k1 1.2, b 0.75). The stored terms are distinct, so a term counts once per
+chunk and a chunk's length is its number of distinct terms.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+K1 = 1.2
+B = 0.75
+# Distinct terms a column's postings may have (~150 bytes each in the vocabulary): real code
+# has tens of thousands (19k in 100k chunks of Python; 3k in 12k generated chunks).
+MAX_TERMS = 500_000
+
+
+@dataclass(frozen=True)
+class TermIndex:
+    """Postings of one column: for each term, the rows (positions in the column) that have
+    it, stored as one array sorted by term (``starts[t]`` to ``starts[t + 1]``)."""
+
+    vocabulary: dict[str, int]
+    starts: np.ndarray  # int64, one per term + 1
+    rows: np.ndarray  # int32, the rows of each term in turn
+    length_norm: np.ndarray  # float32 per row: K1 * (1 - B + B * length / mean length)
+
+    @classmethod
+    def build(cls, column: pa.ChunkedArray | pa.Array, *, lower: bool = False) -> TermIndex:
+        """From a string column of space-separated terms, one row per chunk (nulls are
+        empty)."""
+        builder = TermIndexBuilder(lower=lower)
+        for chunk in column.chunks if isinstance(column, pa.ChunkedArray) else [column]:
+            builder.add(chunk)
+        return builder.finish()
+
+    def __len__(self) -> int:
+        return len(self.length_norm)
+
+    def search(self, terms: Sequence[str], limit: int) -> tuple[np.ndarray, np.ndarray]:
+        """Rows having any of ``terms``, best first (at most ``limit``), and their scores."""
+        scores = np.zeros(len(self), dtype=np.float32)
+        for term in dict.fromkeys(terms):
+            at = self.vocabulary.get(term)
+            if at is None:
+                continue
+            rows = self.rows[self.starts[at]:self.starts[at + 1]]
+            idf = math.log(1 + (len(self) - len(rows) + 0.5) / (len(rows) + 0.5))
+            scores[rows] += idf * (K1 + 1) / (1 + self.length_norm[rows])
+        found = np.flatnonzero(scores)
+        found = found[np.lexsort((found, -scores[found]))][:max(limit, 0)]  # ties: earlier row
+        return found, scores[found]
+
+
+class TermIndexBuilder:
+    """Builds a :class:`TermIndex` one batch of rows at a time: splitting and counting happen
+    in Arrow and NumPy, not in a Python loop over terms, and only one batch's words are held
+    as strings at a time (at 50k chunks a column holds millions of (chunk, term) pairs)."""
+
+    def __init__(self, *, lower: bool = False, max_terms: int = MAX_TERMS):
+        self._lower = lower
+        self._max_terms = max_terms
+        self._vocabulary: dict[str, int] = {}
+        self._terms: list[np.ndarray] = []  # per batch: the term id of each pair …
+        self._owners: list[np.ndarray] = []  # … and the row it is in
+        self._lengths: list[np.ndarray] = []  # per batch: distinct terms of each row
+        self._rows = 0
+
+    def add(self, column: pa.Array, extra: pa.Array | None = None) -> None:
+        """Rows of ``column`` (space-separated terms), each with the terms of ``extra`` (same
+        length) too. A term counts once per row."""
+        column = pc.fill_null(column.cast(pa.string()), "")
+        if extra is not None:
+            column = pc.binary_join_element_wise(column, pc.fill_null(extra, ""), " ")
+        if self._lower:
+            column = pc.utf8_lower(column)
+        lists = pc.split_pattern(column, " ")
+        words = pc.list_flatten(lists)
+        keep = pc.not_equal(words, "")
+        owners = pc.list_parent_indices(lists).filter(keep).to_numpy().astype(np.int32)
+        encoded = pc.dictionary_encode(words.filter(keep))
+        local = encoded.dictionary.to_pylist()
+        vocabulary = self._vocabulary
+        to_global = np.fromiter((vocabulary.setdefault(w, len(vocabulary)) for w in local),
+                                dtype=np.int32, count=len(local))
+        terms = to_global[encoded.indices.to_numpy()]
+        # Once per row: lower-casing and added terms can repeat a term within a row.
+        pairs = np.unique(owners.astype(np.int64) * (len(vocabulary) + 1) + terms)
+        owners = (pairs // (len(vocabulary) + 1)).astype(np.int32)
+        self._terms.append((pairs % (len(vocabulary) + 1)).astype(np.int32))
+        self._owners.append(owners + self._rows)
+        self._lengths.append(np.bincount(owners, minlength=len(column)))
+        self._rows += len(column)
+
+    @property
+    def overflowed(self) -> bool:
+        """More distinct terms than ``max_terms`` (generated code, hashes, data): the
+        vocabulary alone would take too much memory, so the caller keeps asking LanceDB."""
+        return len(self._vocabulary) > self._max_terms
+
+    def finish(self) -> TermIndex:
+        terms = np.concatenate(self._terms) if self._terms else np.empty(0, np.int32)
+        owners = np.concatenate(self._owners) if self._owners else np.empty(0, np.int32)
+        lengths = (np.concatenate(self._lengths).astype(np.float32) if self._lengths
+                   else np.empty(0, np.float32))
+        self._terms, self._owners, self._lengths = [], [], []
+        order = np.argsort(terms, kind="stable")
+        starts = np.zeros(len(self._vocabulary) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(terms, minlength=len(self._vocabulary)), out=starts[1:])
+        mean = float(lengths.mean()) if len(lengths) and lengths.mean() > 0 else 1.0
+        return TermIndex(self._vocabulary, starts, owners[order],
+                         (K1 * (1 - B + B * lengths / mean)).astype(np.float32))
