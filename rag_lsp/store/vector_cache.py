@@ -36,7 +36,7 @@ class VectorMatrix:
     sorted_ids: np.ndarray  # row ids in ascending order …
     sorted_rows: np.ndarray  # … and the row of ``vectors`` each one is in
     # Full-text postings of the same rows (row numbers as in ``vectors``), when the batches
-    # carried ``terms`` and ``defines`` (see rag_lsp.store.term_index)
+    # carried ``terms``, ``defines`` and ``path`` (see rag_lsp.store.term_index)
     terms: TermIndex | None = None
     names: TermIndex | None = None
 
@@ -46,7 +46,7 @@ class VectorMatrix:
         """The matrix from record batches of ``_rowid`` and ``vector`` (about ``rows`` rows),
         copied batch by batch into one array: reading the whole column at once held it three
         times over (Arrow table, combined chunks, NumPy copy), 300 MB more at 100k chunks.
-        Batches that also carry ``terms`` and ``defines`` give the postings too."""
+        Batches that also carry ``terms``, ``defines`` and ``path`` give the postings too."""
         vectors = np.empty((rows, dim), dtype=np.float32)
         row_ids = np.empty(rows, dtype=np.uint64)
         words = {"terms": TermIndexBuilder(), "defines": TermIndexBuilder(lower=True)}
