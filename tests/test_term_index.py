@@ -50,6 +50,8 @@ def test_too_many_distinct_terms_means_no_postings():
     builder = TermIndexBuilder(max_terms=5)
     builder.add(pa.array(["a b c", "d e f g"]))
     assert builder.overflowed
+    builder.add(pa.array(["h i j"]))  # nothing more is held
+    assert len(builder._vocabulary) == 7
 
 
 def test_an_empty_column():

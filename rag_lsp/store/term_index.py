@@ -82,7 +82,10 @@ class TermIndexBuilder:
 
     def add(self, column: pa.Array, extra: pa.Array | None = None) -> None:
         """Rows of ``column`` (space-separated terms), each with the terms of ``extra`` (same
-        length) too. A term counts once per row."""
+        length) too. A term counts once per row. Nothing more is kept once the vocabulary
+        has overflowed (the postings will not be used)."""
+        if self.overflowed:
+            return
         column = pc.fill_null(column.cast(pa.string()), "")
         if extra is not None:
             column = pc.binary_join_element_wise(column, pc.fill_null(extra, ""), " ")
