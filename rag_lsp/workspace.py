@@ -21,6 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TypeVar
 
+from rag_lsp.blas_threads import use_one_blas_thread
 from rag_lsp.chunking import CHUNKER_VERSION
 from rag_lsp.config import Settings, load_settings
 from rag_lsp.embedding.embedder import OnnxEmbedder
@@ -173,6 +174,7 @@ class Workspace:
             )
         if embedder is None and model_error is None:
             embedder, model_error = load_embedder(settings, root_path)
+        use_one_blas_thread()
         return cls(root_path, settings, embedder, model_error, priority)
 
     @property

@@ -1,0 +1,36 @@
+"""One BLAS thread per process, unless the user's environment says otherwise.
+
+NumPy's OpenBLAS runs the vector search's matrix-vector product on every core, and its
+threads then spin, waiting for more work, on cores the rest of the search (full-text lookups,
+ranking, the query's embedding) and any other process need. On the 2-core reference machine
+one thread made every search faster, although the product alone takes twice as long
+(``bench/README.md``, "BLAS threads"): at 12k chunks in-process p95 ~29 -> ~21 ms, at 100k
+~49 -> ~38 ms, and with two processes searching at once ~85 -> ~36 ms.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+log = logging.getLogger(__name__)
+
+# Set by a user who chose the BLAS thread count: theirs wins.
+USER_SETTINGS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+                 "BLIS_NUM_THREADS")
+_done = False
+
+
+def use_one_blas_thread() -> None:
+    """Limit the BLAS libraries loaded in this process to one thread (once per process)."""
+    global _done
+    if _done or any(os.environ.get(name) for name in USER_SETTINGS):
+        return
+    _done = True
+    import numpy  # noqa: F401  (threadpoolctl limits the libraries already loaded)
+    from threadpoolctl import threadpool_limits
+
+    try:
+        threadpool_limits(1, user_api="blas")
+    except Exception as exc:  # an unknown BLAS build: searches still work, only slower
+        log.warning("could not limit BLAS to one thread: %s", exc)
