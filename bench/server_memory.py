@@ -49,6 +49,10 @@ def rss_mb(field: str = "VmRSS") -> float:
 
 def child(index_dir: Path, root: Path) -> None:
     stages = {}
+    import rag_lsp.memory
+
+    # as `rag-lsp` does first thing (code before 2026-11-25, which --baseline may run: none)
+    getattr(rag_lsp.memory, "limit_malloc_arenas", lambda: None)()
     import rag_lsp.workspace as workspace_module  # noqa: F401  (what serve imports)
 
     stages["imports"] = rss_mb()

@@ -1,0 +1,93 @@
+"""glibc's heaps are capped for the ``rag-lsp`` process (rag_lsp/memory.py; measured in
+bench/server_memory.py): threads started afterwards share two heaps instead of one each."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import rag_lsp.memory as memory
+
+# the module (``rag_lsp.cli.main`` the attribute is the function it exports)
+cli_main = importlib.import_module("rag_lsp.cli.main")
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc only")
+
+# Starts 8 threads that each allocate with malloc (as LanceDB's and onnxruntime's threads do)
+# and counts glibc's heaps in malloc_info's report.
+PROBE = """
+import ctypes, json, sys, tempfile, threading
+from rag_lsp.memory import limit_malloc_arenas
+if sys.argv[1] == "limit":
+    limit_malloc_arenas()
+libc = ctypes.CDLL("libc.so.6")
+libc.malloc.restype = ctypes.c_void_p
+libc.fopen.restype = ctypes.c_void_p
+libc.malloc_info.argtypes = [ctypes.c_int, ctypes.c_void_p]
+libc.fclose.argtypes = [ctypes.c_void_p]
+held, started, go = [], threading.Barrier(9), threading.Event()
+def work():
+    started.wait()
+    held.append(libc.malloc(4096))
+    go.wait()
+threads = [threading.Thread(target=work) for _ in range(8)]
+for t in threads:
+    t.start()
+started.wait()
+while len(held) < 8:
+    pass
+with tempfile.NamedTemporaryFile("r", suffix=".xml") as report:
+    fp = libc.fopen(report.name.encode(), b"w")
+    libc.malloc_info(0, fp)
+    libc.fclose(fp)
+    heaps = report.read().count("<heap nr=")
+go.set()
+print(json.dumps(heaps))
+"""
+
+
+def _heaps(mode: str) -> int:
+    env = {k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"}
+    done = subprocess.run([sys.executable, "-c", PROBE, mode], env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_threads_share_at_most_two_heaps_once_limited():
+    if os.cpu_count() == 1:  # glibc's default is already 8 heaps per core; nothing to show
+        pytest.skip("one core")
+    assert _heaps("default") > memory.MALLOC_ARENAS
+    assert _heaps("limit") <= memory.MALLOC_ARENAS
+
+
+def test_a_users_malloc_arena_max_is_left_alone(monkeypatch):
+    calls = []
+
+    class FakeLibc:
+        def mallopt(self, *args):
+            calls.append(args)
+            return 1
+
+    monkeypatch.setattr(memory.ctypes, "CDLL", lambda name: FakeLibc())
+    monkeypatch.setenv("MALLOC_ARENA_MAX", "8")
+    memory.limit_malloc_arenas()
+    assert calls == []
+    monkeypatch.delenv("MALLOC_ARENA_MAX")
+    memory.limit_malloc_arenas()
+    assert calls == [(memory._M_ARENA_MAX, memory.MALLOC_ARENAS)]
+
+
+def test_the_command_limits_the_heaps_before_anything_else(monkeypatch):
+    order = []
+    monkeypatch.setattr(cli_main, "limit_malloc_arenas", lambda: order.append("limit"))
+    real_parser = cli_main.build_parser
+    monkeypatch.setattr(cli_main, "build_parser", lambda: order.append("parser") or
+                        real_parser())
+    cli_main.main([])  # no command: prints the help
+    assert order[:2] == ["limit", "parser"]
