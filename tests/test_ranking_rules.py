@@ -132,6 +132,20 @@ def test_path_match_prefers_names_the_query_explains():
     assert path_match("extract/state.rs", analyze("extractors").path_words)[1] > 0
 
 
+def test_a_module_index_file_is_named_after_its_folder():
+    """``routing/mod.rs``, ``path/__init__.py`` and ``pool/index.ts`` are the modules routing,
+    path and pool: their file name is the folder's, their folder the one above."""
+    words = analyze("Path extractor for URL path parameters").path_words
+    assert path_match("extract/path/mod.rs", words) == path_match("extract/path.rs", words)
+    assert path_match("extract/path/mod.rs", words)[0] > 0
+    assert path_match("web/path/__init__.py", words)[0] > 0
+    assert path_match("node/pool/index.ts", analyze("worker pool").path_words)[0] > 0
+    assert path_match("src/mod.rs", words) == (0.0, 0.0)  # "src" says nothing
+    assert path_match("mod.rs", analyze("mod files").path_words)[0] > 0  # no folder: itself
+    assert stem_is_name("src/routing/mod.rs", ["Routing"])
+    assert not stem_is_name("src/routing/mod.rs", ["Mod"])
+
+
 def test_coverage_weights_rare_terms_more():
     background = build_background([{"terms": "get valu"}, {"terms": "get redirect"},
                                    {"terms": "get"}, {"terms": "valu"}])

@@ -15,6 +15,9 @@ from rag_lsp.terms import path_terms, split_identifier, stem
 _MIN_PREFIX = 4
 _PREFIX_SHARE = 0.8
 _MIN_INFIX = 5  # a query word inside a compound name: ``dispatcher`` in ``urldispatcher``
+# Files that stand for their folder's module: its name is the folder's.
+MODULE_INDEX_FILES = frozenset({"mod.rs", "__init__.py", "index.ts", "index.js", "index.mjs",
+                                "index.tsx", "index.jsx"})
 
 
 def defines_name(defines: str, identifiers: Iterable[str]) -> bool:
@@ -34,9 +37,19 @@ def defines_name(defines: str, identifiers: Iterable[str]) -> bool:
     return False
 
 
+def _module_path(path: str) -> tuple[str, str]:
+    """(folder, file name) of the module a file is: a module's index file stands for its
+    folder (``routing/mod.rs`` is ``routing``, as ``routing.rs`` would be)."""
+    folder, _, name = path.rpartition("/")
+    if name in MODULE_INDEX_FILES and folder:
+        folder, _, name = folder.rpartition("/")
+    return folder, name
+
+
 def stem_is_name(path: str, identifiers: Iterable[str]) -> bool:
-    """``routing.py`` for ``Routing``, ``state_manager.ts`` for ``StateManager``."""
-    file_stem = path.rsplit("/", 1)[-1].split(".")[0].lower()
+    """``routing.py`` (or ``routing/mod.rs``) for ``Routing``, ``state_manager.ts`` for
+    ``StateManager``."""
+    file_stem = _module_path(path)[1].split(".")[0].lower()
     return any(file_stem.replace("_", "") == i.lower().replace("_", "") for i in identifiers)
 
 
@@ -70,7 +83,7 @@ def path_match(path: str, words: tuple[str, ...]) -> tuple[float, float]:
     """
     if not words:
         return 0.0, 0.0
-    folder, _, name = path.rpartition("/")
+    folder, name = _module_path(path)
     file_stem = name.split(".")[0]
     parts = _parts(file_stem)
     found = [w for w in words if any(_word_matches(w, p) for p in parts)

@@ -11,7 +11,8 @@ one by one on the code-retrieval benchmark (``bench/README.md``, ablation table)
 - **definition evidence** (``rankDefinitionBoost``) — the chunk defines a queried name (half
   as much again when the file is named after it);
 - **path evidence** (``rankPathBoost``) — the file's name (and, half-weighted, its folder)
-  matches the query's words;
+  matches the query's words; a module's index file (``routing/mod.rs``, ``__init__.py``,
+  ``index.ts``) goes by its folder's name;
 - **role priors** (``rank*Prior``) — tests, docs, examples, legacy copies, generated code, data
   files and re-export modules are multiplied down, unless the query or a filter asks for them;
   a prior never takes a chunk that is relevant on its own evidence below the threshold (it
