@@ -11,8 +11,10 @@ Three scenes, each run for both settings, alternating, ``--rounds`` times:
 3. **two engines at once**: two such processes searching at the same time.
 
 Scenes 2 and 3 also run on ``--index-100k`` (``server_memory.py``'s 100k-chunk index) if given.
-The server is told the setting by ``OPENBLAS_NUM_THREADS`` (a user's explicit value wins over
-the default); the in-process side switches with threadpoolctl.
+"Before" sets ``OPENBLAS_NUM_THREADS`` to the number of cores, which rag-lsp keeps as a
+user's choice. "After" leaves it unset, so rag-lsp's own limit applies. Every process checks
+its BLAS thread count (threadpoolctl) and fails if it is not the one asked for. The
+in-process side switches with threadpoolctl.
 
     .venv/bin/python bench/server_latency.py --workdir /tmp/bench/latency   # once, ~7 min
     .venv/bin/python bench/blas_threads.py --workdir /tmp/bench/latency \\
@@ -31,7 +33,7 @@ import time
 from pathlib import Path
 
 from server_latency import RESULTS, Session, make_queries, stats
-from threadpoolctl import threadpool_limits
+from threadpoolctl import threadpool_info, threadpool_limits
 
 from rag_lsp import Workspace
 from rag_lsp.config import Settings
@@ -40,10 +42,30 @@ from rag_lsp.workspace import load_embedder
 HERE = Path(__file__).resolve().parent
 CORES = os.cpu_count() or 2
 SETTINGS = {"before (BLAS threads = cores)": CORES, "after (one BLAS thread)": 1}
+# Engine processes load the model and the index first, then all search from this moment on.
+START_AFTER_SECONDS = 25.0
 
 
 def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def blas_threads() -> set[int]:
+    return {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
+
+
+def check_threads(where: str, threads: int) -> None:
+    if blas_threads() != {threads}:
+        raise SystemExit(f"{where}: BLAS runs {blas_threads()} threads, not {threads}")
+
+
+def blas_env(threads: int) -> dict[str, str]:
+    """The environment of a process of this setting: "before" sets the count as a user
+    would; "after" leaves it unset, for rag-lsp's own limit."""
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if threads != 1:
+        env["OPENBLAS_NUM_THREADS"] = str(threads)
+    return env
 
 
 def open_workspace(root: Path, index: Path) -> Workspace:
@@ -63,15 +85,19 @@ def wait_for_matrix(ws: Workspace, query: str) -> None:
 
 
 async def server_scene(root: Path, index: Path, threads: int, queries: list[str]) -> dict:
-    os.environ["OPENBLAS_NUM_THREADS"] = str(threads)  # the server process inherits it
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(blas_env(threads))  # the server process inherits it
     try:
         s = Session(root, index, "visual-studio-code")
         status = await s.start()
     finally:
-        del os.environ["OPENBLAS_NUM_THREADS"]
+        os.environ.clear()
+        os.environ.update(saved)
     ws = open_workspace(root, Path(status["folders"][0]["indexPath"]))
     out = {}
     with threadpool_limits(threads, user_api="blas"):
+        check_threads("in-process", threads)
         for q in queries[:5]:
             await s.search(q)
         wait_for_matrix(ws, queries[0])
@@ -90,16 +116,21 @@ async def server_scene(root: Path, index: Path, threads: int, queries: list[str]
             out[scene] = {"round_trip": stats(rt), "server_took": stats(took),
                           "in_process": stats(eng)}
     await s.client.shutdown_session()
+    ws.close()
     return out
 
 
-def engine_child(root: Path, index: Path, n: int) -> None:
-    """In a fresh process: ``n`` searches, their latencies as JSON on stdout."""
+def engine_child(root: Path, index: Path, n: int, seed: int, threads: int,
+                 start_at: float) -> None:
+    """In a fresh process: ``n`` searches from ``start_at`` (wall clock, so that processes
+    started together search together), their latencies as JSON on stdout."""
     ws = open_workspace(root, index)
-    queries = make_queries(n + 5, 1)
+    check_threads("engine process", threads)
+    queries = make_queries(n + 5, seed)
     for q in queries[:5]:
         ws.search(q)
     wait_for_matrix(ws, queries[0])
+    time.sleep(max(0.0, start_at - time.time()))
     ms = []
     for q in queries[5:]:
         started = time.perf_counter()
@@ -108,12 +139,13 @@ def engine_child(root: Path, index: Path, n: int) -> None:
     print(json.dumps(ms))
 
 
-def engines(root: Path, index: Path, threads: int, n: int, count: int) -> dict:
-    """``count`` engine processes searching at the same time."""
-    env = {**os.environ, "OPENBLAS_NUM_THREADS": str(threads)}
+def engines(root: Path, index: Path, threads: int, n: int, seed: int, count: int) -> dict:
+    """``count`` engine processes searching at the same time (each its own queries)."""
+    start_at = time.time() + START_AFTER_SECONDS
     procs = [subprocess.Popen([sys.executable, __file__, "--child", str(root), str(index),
-                               str(n)], env=env, stdout=subprocess.PIPE, text=True)
-             for _ in range(count)]
+                               str(n), str(seed + k), str(threads), str(start_at)],
+                              env=blas_env(threads), stdout=subprocess.PIPE, text=True)
+             for k in range(count)]
     ms = []
     for p in procs:
         out, _ = p.communicate()
@@ -124,10 +156,11 @@ def engines(root: Path, index: Path, threads: int, n: int, count: int) -> dict:
 
 
 def index_of(workdir: Path, chunks: str | None = None) -> tuple[Path, Path]:
-    """(workspace root, index folder) of server_latency.py's or server_memory.py's workdir."""
+    """(workspace root, index folder) of server_latency.py's or server_memory.py's workdir
+    (the server keeps a folder's index in ``<index>/<folder name>-<hash>``)."""
     if chunks:
         return workdir / "ws", workdir / f"index-{chunks}"
-    manifest = next((workdir / "index").glob("*/manifest.json"), None)
+    manifest = next((workdir / "index").glob("ws-*/manifest.json"), None)
     if manifest is None:
         raise SystemExit(f"no index in {workdir}/index: run bench/server_latency.py "
                          f"--workdir {workdir} first")
@@ -141,8 +174,7 @@ def run(args: argparse.Namespace) -> dict:
     for r in range(args.rounds):
         for label, threads in SETTINGS.items():
             log(f"round {r + 1}: server, {label}")
-            got = asyncio.run(server_scene(args.workdir, args.workdir / "index", threads,
-                                           queries))
+            got = asyncio.run(server_scene(root, args.workdir / "index", threads, queries))
             result["server"].setdefault(label, []).append(got)
     sizes = [("~12k chunks", (root, index))]
     if args.index_100k:
@@ -152,7 +184,8 @@ def run(args: argparse.Namespace) -> dict:
             for label, threads in SETTINGS.items():
                 for count in (1, 2):
                     log(f"round {r + 1}: {size}, {count} engine process(es), {label}")
-                    got = engines(size_root, size_index, threads, args.queries, count)
+                    got = engines(size_root, size_index, threads, args.queries, args.seed,
+                                  count)
                     result["engine"].setdefault(f"{size}, {count} process(es)", {}) \
                         .setdefault(label, []).append(got)
     return result
@@ -178,8 +211,9 @@ def print_table(result: dict) -> None:
 
 
 def main() -> int:
-    if len(sys.argv) == 5 and sys.argv[1] == "--child":
-        engine_child(Path(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4]))
+    if len(sys.argv) == 8 and sys.argv[1] == "--child":
+        root, index, n, seed, threads, start_at = sys.argv[2:]
+        engine_child(Path(root), Path(index), int(n), int(seed), int(threads), float(start_at))
         return 0
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/bench/latency"),

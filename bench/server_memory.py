@@ -51,7 +51,8 @@ def child(index_dir: Path, root: Path) -> None:
     stages = {}
     import rag_lsp.memory
 
-    # as `rag-lsp` does first thing (code before 2026-11-25, which --baseline may run: none)
+    # What `rag-lsp` does first thing. Code from before 2026-11-25 has no such function
+    # (--baseline may run it): then nothing is done.
     getattr(rag_lsp.memory, "limit_malloc_arenas", lambda: None)()
     import rag_lsp.workspace as workspace_module  # noqa: F401  (what serve imports)
 

@@ -4,8 +4,11 @@ NumPy's OpenBLAS runs the vector search's matrix-vector product on every core, a
 threads then spin, waiting for more work, on cores the rest of the search (full-text lookups,
 ranking, the query's embedding) and any other process need. On the 2-core reference machine
 one thread made every search faster, although the product alone takes twice as long
-(``bench/README.md``, "BLAS threads"): at 12k chunks in-process p95 ~29 -> ~21 ms, at 100k
-~49 -> ~38 ms, and with two processes searching at once ~85 -> ~36 ms.
+(``bench/README.md``, "BLAS threads"): at 12k chunks in-process p95 28.3 -> 19.5 ms, at 100k
+43.8 -> 33.9 ms, and with two processes searching at once 78.0 -> 36.4 ms.
+
+The limit is process-wide: a program that opens a :class:`~rag_lsp.workspace.Workspace` gets
+it too, unless it sets one of :data:`USER_SETTINGS` (any value, ``1`` included, is kept).
 """
 
 from __future__ import annotations
@@ -16,8 +19,8 @@ import os
 log = logging.getLogger(__name__)
 
 # Set by a user who chose the BLAS thread count: theirs wins.
-USER_SETTINGS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
-                 "BLIS_NUM_THREADS")
+USER_SETTINGS = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS",
+                 "MKL_NUM_THREADS", "BLIS_NUM_THREADS")
 _done = False
 
 
@@ -27,10 +30,10 @@ def use_one_blas_thread() -> None:
     if _done or any(os.environ.get(name) for name in USER_SETTINGS):
         return
     _done = True
-    import numpy  # noqa: F401  (threadpoolctl limits the libraries already loaded)
-    from threadpoolctl import threadpool_limits
-
     try:
+        import numpy  # noqa: F401  (threadpoolctl limits the libraries already loaded)
+        from threadpoolctl import threadpool_limits
+
         threadpool_limits(1, user_api="blas")
-    except Exception as exc:  # an unknown BLAS build: searches still work, only slower
+    except Exception as exc:  # a missing or unknown BLAS: searches still work, only slower
         log.warning("could not limit BLAS to one thread: %s", exc)
