@@ -32,7 +32,7 @@ import sys
 import time
 from pathlib import Path
 
-from server_latency import RESULTS, Session, make_queries, stats
+from server_latency import RESULTS, Session, emit, log, make_queries, stats
 from threadpoolctl import threadpool_info, threadpool_limits
 
 from rag_lsp import Workspace
@@ -44,10 +44,6 @@ CORES = os.cpu_count() or 2
 SETTINGS = {"before (BLAS threads = cores)": CORES, "after (one BLAS thread)": 1}
 # Engine processes load the model and the index first, then all search from this moment on.
 START_AFTER_SECONDS = 25.0
-
-
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
 def blas_threads() -> set[int]:
@@ -226,15 +222,7 @@ def main() -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON object instead")
     parser.add_argument("--out", type=Path, default=RESULTS / "blas_threads.json")
     args = parser.parse_args()
-    result = run(args)
-    result.update(date=time.strftime("%Y-%m-%d %H:%M"), command=" ".join(sys.argv))
-    if args.json:
-        print(json.dumps(result))
-    else:
-        print_table(result)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2), encoding="utf-8")
-    log(f"wrote {args.out}")
+    emit(run(args), args, print_table)
     return 0
 
 

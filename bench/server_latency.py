@@ -35,6 +35,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest_lsp
@@ -271,6 +272,19 @@ def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
+def emit(result: dict, args: argparse.Namespace, table: Callable[[dict], None]) -> None:
+    """Date and command into ``result``; it is printed (``--json``: as JSON, else by
+    ``table``) and written to ``args.out``."""
+    result.update(date=time.strftime("%Y-%m-%d %H:%M"), command=" ".join(sys.argv))
+    if args.json:
+        print(json.dumps(result))
+    else:
+        table(result)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2), encoding="utf-8")
+    log(f"wrote {args.out}")
+
+
 def print_table(r: dict) -> None:
     def row(label: str, st: dict, note: str = "") -> None:
         print(f"{label:<46} {st['n']:>4} {st.get('p50_ms', 0):>7.1f} {st.get('p95_ms', 0):>7.1f}"
@@ -312,15 +326,8 @@ def main() -> int:
     tmp = None if args.workdir else tempfile.TemporaryDirectory(prefix="latency-bench-")
     args.workdir = (args.workdir or Path(tmp.name)).resolve()
     result = asyncio.run(run(args))
-    result.update(date=time.strftime("%Y-%m-%d %H:%M"), cpu_count=os.cpu_count(),
-                  command=" ".join(sys.argv))
-    if args.json:
-        print(json.dumps(result))
-    else:
-        print_table(result)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2), encoding="utf-8")
-    log(f"wrote {args.out}")
+    result.update(cpu_count=os.cpu_count())
+    emit(result, args, print_table)
     if tmp is not None:
         tmp.cleanup()
     return 0
