@@ -13,8 +13,9 @@ Three scenes, each run for both settings, alternating, ``--rounds`` times:
 Scenes 2 and 3 also run on ``--index-100k`` (``server_memory.py``'s 100k-chunk index) if given.
 "Before" sets ``OPENBLAS_NUM_THREADS`` to the number of cores, which rag-lsp keeps as a
 user's choice. "After" leaves it unset, so rag-lsp's own limit applies. Every process checks
-its BLAS thread count (threadpoolctl) and fails if it is not the one asked for. The
-in-process side switches with threadpoolctl.
+its BLAS thread count (threadpoolctl) and fails if it is not the one asked for, except the
+server, which gets the same environment and the same ``Workspace.open``. The in-process side
+switches with threadpoolctl.
 
     .venv/bin/python bench/server_latency.py --workdir /tmp/bench/latency   # once, ~7 min
     .venv/bin/python bench/blas_threads.py --workdir /tmp/bench/latency \\
@@ -36,6 +37,7 @@ from server_latency import RESULTS, Session, emit, log, make_queries, stats
 from threadpoolctl import threadpool_info, threadpool_limits
 
 from rag_lsp import Workspace
+from rag_lsp.blas_threads import USER_SETTINGS
 from rag_lsp.config import Settings
 from rag_lsp.workspace import load_embedder
 
@@ -58,7 +60,7 @@ def check_threads(where: str, threads: int) -> None:
 def blas_env(threads: int) -> dict[str, str]:
     """The environment of a process of this setting: "before" sets the count as a user
     would; "after" leaves it unset, for rag-lsp's own limit."""
-    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    env = {k: v for k, v in os.environ.items() if k not in USER_SETTINGS}
     if threads != 1:
         env["OPENBLAS_NUM_THREADS"] = str(threads)
     return env
@@ -126,7 +128,10 @@ def engine_child(root: Path, index: Path, n: int, seed: int, threads: int,
     for q in queries[:5]:
         ws.search(q)
     wait_for_matrix(ws, queries[0])
-    time.sleep(max(0.0, start_at - time.time()))
+    if time.time() > start_at:  # the other process may have started alone
+        raise SystemExit(f"engine process: ready {time.time() - start_at:.1f} s after the "
+                         f"common start; raise START_AFTER_SECONDS")
+    time.sleep(start_at - time.time())
     ms = []
     for q in queries[5:]:
         started = time.perf_counter()

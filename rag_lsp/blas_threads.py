@@ -4,8 +4,9 @@ NumPy's OpenBLAS runs the vector search's matrix-vector product on every core, a
 threads then spin, waiting for more work, on cores the rest of the search (full-text lookups,
 ranking, the query's embedding) and any other process need. On the 2-core reference machine
 one thread made every search faster, although the product alone takes twice as long
-(``bench/README.md``, "BLAS threads"): at 12k chunks in-process p95 28.3 -> 19.5 ms, at 100k
-43.8 -> 33.9 ms, and with two processes searching at once 78.0 -> 36.4 ms.
+(``bench/README.md``, "BLAS threads"): in-process p95 at 12k chunks 25.2 -> 23.7 ms, at 100k
+46.0 -> 34.2 ms, two processes searching at once at 12k 62.2 -> 35.0 ms, and the server
+beside another searching process 53.5 -> 17.6 ms.
 
 The limit is process-wide: a program that opens a :class:`~rag_lsp.workspace.Workspace` gets
 it too, unless it sets one of :data:`USER_SETTINGS` (any value, ``1`` included, is kept).

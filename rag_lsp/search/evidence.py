@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
 
 from rag_lsp.search.calibration import Background
+from rag_lsp.search.roles import MODULE_INDEX_FILES
 from rag_lsp.terms import path_terms, split_identifier, stem
 
 # A prefix shared by a query word and a path part counts from this many letters, when it is
@@ -15,9 +16,6 @@ from rag_lsp.terms import path_terms, split_identifier, stem
 _MIN_PREFIX = 4
 _PREFIX_SHARE = 0.8
 _MIN_INFIX = 5  # a query word inside a compound name: ``dispatcher`` in ``urldispatcher``
-# Files that stand for their folder's module: its name is the folder's.
-MODULE_INDEX_FILES = frozenset({"mod.rs", "__init__.py", "index.ts", "index.js", "index.mjs",
-                                "index.tsx", "index.jsx"})
 
 
 def defines_name(defines: str, identifiers: Iterable[str]) -> bool:

@@ -27,9 +27,11 @@ _GENERATED = re.compile(
     r"|(?:_pb2(?:_grpc)?\.pyi?|\.pb\.go|\.g\.dart|\.min\.[cm]?js|\.generated\.\w+|\.d\.ts)$")
 _DATA_FILE = re.compile(
     r"\.(?:json|ya?ml|toml|ini|cfg|xml|csv|lock|snap|svg)$|(?:^|/)\.[^/]+$", re.IGNORECASE)
+# Files that stand for their folder's module (``routing/mod.rs`` is ``routing``).
+MODULE_INDEX_FILES = frozenset({"mod.rs", "__init__.py", "index.ts", "index.js", "index.mjs",
+                                "index.tsx", "index.jsx"})
 # Files that usually only gather and re-export names from elsewhere.
-REEXPORT_NAMES = frozenset({"__init__.py", "index.ts", "index.js", "index.mjs", "index.tsx",
-                            "mod.rs", "lib.rs", "package-info.java"})
+REEXPORT_NAMES = MODULE_INDEX_FILES | {"lib.rs", "package-info.java"}
 _REEXPORT_LINE = re.compile(
     r"^\s*(?:from\s+\S+\s+import\b|import\b|export\s+(?:\*|\{|type\s+\{|default\s+\w+;?$)"
     r"|pub\s+(?:use|mod)\b|mod\s+\w+;|use\s|__all__|[\"'][\w.]+[\"'],?$|\)|\]|\}|#|//|/\*|\*)")
