@@ -67,6 +67,7 @@ class Settings:
     secret_filter: bool = _default("secretFilter")
     top_k: int = _default("topK")
     threshold: float = _default("threshold")
+    answer_threshold: float = _default("answerThreshold")
     knowledge_threshold: float = _default("knowledgeThreshold")
     search_mode: str = _default("searchMode")
     # Ranking rules (rag_lsp.search.ranking): weights of evidence and priors of file roles.

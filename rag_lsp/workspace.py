@@ -429,6 +429,7 @@ class Workspace:
                 top_k=self.settings.top_k if top_k is None else top_k,
                 threshold=self.settings.threshold if threshold is None else threshold,
                 filters=filters or SearchFilters(),
+                answer_threshold=self.settings.answer_threshold,
             ))
         took_ms = (time.perf_counter() - started) * 1000
         return SearchResponse(query, mode, took_ms, results, warnings)
@@ -453,6 +454,7 @@ class Workspace:
                 limit=limit,
                 threshold=self.settings.threshold if threshold is None else threshold,
                 filters=filters or SearchFilters(),
+                answer_threshold=self.settings.answer_threshold,
             ))
 
     def _read(self, read: Callable[[ChunkStore], T]) -> T:

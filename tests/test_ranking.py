@@ -134,3 +134,18 @@ def test_each_rule_is_a_setting(ranked):
 def test_nonsense_returns_nothing(ranked, question):
     assert ranked.search(question).results == []
     assert ranked.find_chunks(question, limit=20) == []
+
+
+def test_a_query_whose_best_file_is_weak_returns_nothing(ranked):
+    """The answer threshold: nothing is returned unless the best file's own evidence reaches
+    it; the results then still go down to the threshold."""
+    question = "where are redirects followed?"
+    assert paths(ranked, question)[0] == "src/http/client.py"
+    strict = Workspace(ranked.root, Settings.from_dict(
+        {**ranked.settings.to_dict(), "answerThreshold": 0.95}), ranked.embedder)
+    assert strict.search(question).results == []
+    assert strict.find_chunks(question, limit=20) == []  # nor is anything injected
+    # threshold 0 returns everything retrieved
+    assert paths(strict, question, threshold=0.0)[0] == "src/http/client.py"
+    # lexical evidence alone scores on a lower scale: the gate is for hybrid search
+    assert paths(strict, question, mode="lexical")[0] == "src/http/client.py"

@@ -56,7 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("query", nargs="?", help="what to look for, in plain words")
     search.add_argument("--root", default=".", help="workspace folder (default: .)")
     search.add_argument("-k", "--top-k", type=int, help="number of files to return")
-    search.add_argument("--threshold", type=float, help="minimum cosine similarity (0..1)")
+    search.add_argument("--threshold", type=float,
+                        help="minimum relevance score (0..1; default: the threshold setting, "
+                             "0.15); 0 returns everything retrieved")
     search.add_argument("--mode", choices=MODES, help="vector, lexical or hybrid (default)")
     search.add_argument("--path", action="append", default=[], metavar="GLOB",
                         help="only paths matching this gitignore-style glob (repeatable)")

@@ -26,7 +26,9 @@ one by one on the code-retrieval benchmark (``bench/README.md``, ablation table)
 
 The score a result shows is the score it was ranked by, squashed to 0..1 by ``1 - e^-x``. It is
 calibrated — margins over background similarity, coverage of the query's own terms — so one
-threshold means "relevant" in every query and workspace: nonsense scores near 0.
+threshold means "relevant" in every query and workspace: nonsense scores near 0. A hybrid
+search also needs one file whose own evidence (``RankedFile.relevance``, before priors)
+reaches ``answerThreshold``, or it returns nothing (``pipeline.ranked_files``).
 """
 
 from __future__ import annotations
@@ -146,6 +148,7 @@ class RankedFile:
     path: str
     raw: float
     chunks: list[Candidate]  # best first
+    relevance: float = 0.0  # the same agreement of its chunks' own evidence, before priors
 
     @property
     def score(self) -> float:
@@ -346,7 +349,8 @@ def rank_files(candidates: list[Candidate], weights: RankingWeights,
                             weights.file_agreement)
         relevance = _agreement(sorted((max(c.relevance for c in g) for g in groups),
                                       reverse=True), weights.file_agreement)
-        files.append(RankedFile(path, _respect_floor(ranked, relevance, floor), chunks))
+        files.append(RankedFile(path, _respect_floor(ranked, relevance, floor), chunks,
+                                relevance))
     files.sort(key=lambda f: (-f.raw, f.path))
     return files
 

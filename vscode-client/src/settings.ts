@@ -5,7 +5,8 @@ import * as os from "node:os";
 /** The server's settings: the properties of schemas/config.schema.json (a test checks). */
 export const SERVER_SETTINGS = [
   "enabled", "extensions", "exclude", "useGitignore", "maxFileBytes", "chunkTokens",
-  "chunkOverlapTokens", "chunkHeaders", "secretFilter", "topK", "threshold", "knowledgeThreshold", "searchMode",
+  "chunkOverlapTokens", "chunkHeaders", "secretFilter", "topK", "threshold", "answerThreshold",
+  "knowledgeThreshold", "searchMode",
   "rankLexicalWeight", "rankIdentifierLexicalWeight", "rankDefinitionBoost", "rankPathBoost",
   "rankFileAgreement", "rankTestPrior", "rankDocsPrior", "rankExamplePrior", "rankLegacyPrior",
   "rankGeneratedPrior", "rankDataPrior", "rankReexportPrior",
