@@ -83,6 +83,7 @@ class Settings:
     rank_generated_prior: float = _default("rankGeneratedPrior")
     rank_data_prior: float = _default("rankDataPrior")
     rank_reexport_prior: float = _default("rankReexportPrior")
+    rank_internal_prior: float = _default("rankInternalPrior")
     index_path: str | None = _default("indexPath")
     model_dir: str | None = _default("modelDir")
     embed_batch_size: int = _default("embedBatchSize")

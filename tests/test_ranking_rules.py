@@ -60,6 +60,7 @@ def test_full_text_query_gets_identifier_parts():
     ("documentation generation for man pages", set()),
     ("what does the README say about installing", {"docs"}),
     ("examples of middleware", {"example"}),
+    ("pydantic's internal schema generation", {"internal"}),
 ])
 def test_queries_that_ask_for_a_role(query, asks):
     assert analyze(query).asks_for == asks
@@ -82,6 +83,14 @@ def test_queries_that_ask_for_a_role(query, asks):
     ("vendor/github.com/x/y.go", {"generated"}),
     ("models/reference/vectors.json", {"data"}),
     (".github/labeler.yml", {"data"}),
+    ("pydantic/_internal/_fields.py", {"internal"}),
+    ("aiohttp/_websocket/reader.py", {"internal"}),
+    ("pydantic/_migration.py", {"internal"}),
+    ("pkg/__init__.py", set()),  # dunder names are not private
+    ("serde/src/private/de.rs", {"internal"}),
+    ("lib/internal/url.js", {"internal"}),
+    ("internal/server/server.go", set()),  # Go: where an application keeps all its code
+    ("src/_app.tsx", set()),  # a leading underscore is Python's convention only
 ])
 def test_path_roles(path, roles):
     assert path_roles(path) == roles
@@ -224,6 +233,17 @@ def test_a_test_file_ranks_below_its_implementation():
     chunks = [_candidate("tests/test_client.py", 0.62), _candidate("src/client.py", 0.55)]
     score_chunks(chunks, _context("tests for sending a request"))  # asked for: no prior
     assert [f.path for f in rank_files(chunks, WEIGHTS)][0] == "tests/test_client.py"
+
+
+def test_a_private_module_ranks_below_the_public_one():
+    chunks = [_candidate("pydantic/_internal/_config.py", 0.60),
+              _candidate("pydantic/config.py", 0.57)]
+    score_chunks(chunks, _context("model configuration options"))
+    assert [f.path for f in rank_files(chunks, WEIGHTS)][0] == "pydantic/config.py"
+    chunks = [_candidate("pydantic/_internal/_config.py", 0.60),
+              _candidate("pydantic/config.py", 0.57)]
+    score_chunks(chunks, _context("internal handling of model configuration"))  # asked for
+    assert [f.path for f in rank_files(chunks, WEIGHTS)][0] == "pydantic/_internal/_config.py"
 
 
 def test_semantic_noise_scores_zero():

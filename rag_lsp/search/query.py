@@ -27,6 +27,7 @@ ROLE_WORDS = {
     "docs": ("docs", "readme", "changelog", "guide", "tutorial", "documented"),
     "example": ("example", "examples", "sample", "samples", "demo", "demos"),
     "legacy": ("deprecated", "legacy", "compat", "v1"),
+    "internal": ("internal", "internals", "private"),
 }
 # Path parts too common to say anything about a file.
 _SKIP_PATH = frozenset({"py", "js", "ts", "go", "rs", "src", "lib"})

@@ -14,7 +14,8 @@ one by one on the code-retrieval benchmark (``bench/README.md``, ablation table)
   matches the query's words; a module's index file (``routing/mod.rs``, ``__init__.py``,
   ``index.ts``) goes by its folder's name;
 - **role priors** (``rank*Prior``) — tests, docs, examples, legacy copies, generated code, data
-  files and re-export modules are multiplied down, unless the query or a filter asks for them;
+  files, re-export modules and private modules (``_internal/``, ``private/``) are multiplied
+  down, unless the query or a filter asks for them;
   a prior never takes a chunk that is relevant on its own evidence below the threshold (it
   then ranks after the implementation, at the threshold), so a documentation question still
   finds the documentation;
@@ -98,6 +99,7 @@ RULE_SETTINGS = {
     "rankGeneratedPrior": 1.0,
     "rankDataPrior": 1.0,
     "rankReexportPrior": 1.0,
+    "rankInternalPrior": 1.0,
 }
 
 
@@ -202,7 +204,8 @@ def _unlocked_roles(ctx: RankContext) -> set[str]:
     globs = " ".join(filters.paths).lower()
     for role, words in (("test", ("test", "spec")), ("docs", ("doc", ".md", "readme")),
                         ("example", ("example", "sample", "demo")),
-                        ("legacy", ("legacy", "deprecated", "compat", "v1"))):
+                        ("legacy", ("legacy", "deprecated", "compat", "v1")),
+                        ("internal", ("internal", "private", "/_"))):
         if any(w in globs for w in words):
             unlocked.add(role)
     if "section" in filters.kinds or {"markdown", "rst", "text"} & set(filters.languages):

@@ -27,6 +27,13 @@ _GENERATED = re.compile(
     r"|(?:_pb2(?:_grpc)?\.pyi?|\.pb\.go|\.g\.dart|\.min\.[cm]?js|\.generated\.\w+|\.d\.ts)$")
 _DATA_FILE = re.compile(
     r"\.(?:json|ya?ml|toml|ini|cfg|xml|csv|lock|snap|svg)$|(?:^|/)\.[^/]+$", re.IGNORECASE)
+# Code its own package marks private, behind a public module that defines and documents the
+# names users ask about: Python's leading underscore (``_internal/``, ``_validators.py``; PEP 8's
+# "internal use"), and ``private``/``internal`` folders (serde's ``private/``, Java's and
+# Node's ``internal`` packages). Go is left out: its ``internal/`` is visibility the compiler
+# enforces, and applications keep all their code there.
+_PYTHON_PRIVATE = re.compile(r"(?:^|/)_[A-Za-z][^/]*(?:/|\.pyi?$)")
+_PRIVATE_DIR = re.compile(r"(?:^|/)_{0,2}(?:private|internal)/")
 # Files that stand for their folder's module (``routing/mod.rs`` is ``routing``).
 MODULE_INDEX_FILES = frozenset({"mod.rs", "__init__.py", "index.ts", "index.js", "index.mjs",
                                 "index.tsx", "index.jsx"})
@@ -36,7 +43,7 @@ _REEXPORT_LINE = re.compile(
     r"^\s*(?:from\s+\S+\s+import\b|import\b|export\s+(?:\*|\{|type\s+\{|default\s+\w+;?$)"
     r"|pub\s+(?:use|mod)\b|mod\s+\w+;|use\s|__all__|[\"'][\w.]+[\"'],?$|\)|\]|\}|#|//|/\*|\*)")
 
-ROLES = ("test", "docs", "example", "legacy", "generated", "data", "reexport")
+ROLES = ("test", "docs", "example", "legacy", "generated", "data", "reexport", "internal")
 
 
 @functools.lru_cache(maxsize=16384)
@@ -55,7 +62,17 @@ def path_roles(path: str) -> frozenset[str]:
         roles.add("generated")
     if _DATA_FILE.search(path):
         roles.add("data")
+    if _is_internal(path):
+        roles.add("internal")
     return frozenset(roles)
+
+
+def _is_internal(path: str) -> bool:
+    if path.endswith(".go"):
+        return False
+    if path.endswith((".py", ".pyi")) and _PYTHON_PRIVATE.search(path):
+        return True
+    return bool(_PRIVATE_DIR.search(path))
 
 
 def is_reexport_chunk(path: str, text: str) -> bool:

@@ -9,7 +9,7 @@ export const SERVER_SETTINGS = [
   "knowledgeThreshold", "searchMode",
   "rankLexicalWeight", "rankIdentifierLexicalWeight", "rankDefinitionBoost", "rankPathBoost",
   "rankFileAgreement", "rankTestPrior", "rankDocsPrior", "rankExamplePrior", "rankLegacyPrior",
-  "rankGeneratedPrior", "rankDataPrior", "rankReexportPrior",
+  "rankGeneratedPrior", "rankDataPrior", "rankReexportPrior", "rankInternalPrior",
   "indexPath", "modelDir", "embedBatchSize", "indexThreads", "embeddingCache",
   "embeddingCacheMegabytes", "lexicalFirst", "extraModes",
 ] as const;
