@@ -8,7 +8,13 @@ import pytest
 
 from rag_lsp.chunking.definitions import defined_names
 from rag_lsp.search.calibration import PRIOR_SIMILARITY, PRIOR_WEIGHT, build_background
-from rag_lsp.search.evidence import TermCoverage, defines_name, path_match, stem_is_name
+from rag_lsp.search.evidence import (
+    TermCoverage,
+    defines_name,
+    path_match,
+    reexports_name,
+    stem_is_name,
+)
 from rag_lsp.search.pipeline import query_cohesion, query_support
 from rag_lsp.search.query import analyze
 from rag_lsp.search.ranking import (
@@ -193,6 +199,44 @@ def test_a_definition_outranks_a_closer_mention():
               _candidate("app/routing.py", 0.35, defines="Router", terms="router")]
     score_chunks(chunks, _context("Router"))
     assert chunks[1].raw > chunks[0].raw
+
+
+@pytest.mark.parametrize(("text", "path", "name", "expected"), [
+    ("pub use axum_core::extract::{\n    FromRef, FromRequest,\n    Request,\n};", "extract/mod.rs",
+     "FromRequest", True),
+    ("use axum_core::extract::FromRequest;", "middleware/from_fn.rs", "FromRequest", False),
+    ("export {\n  getCurrentSuite,\n  getHooks,\n} from '@vitest/runner'", "public/suite.ts",
+     "getHooks", True),
+    ("export type { VitestRunner } from '@vitest/runner'", "public/suite.ts", "VitestRunner",
+     True),
+    ("import { getHooks } from '@vitest/runner'", "run.ts", "getHooks", False),
+    ("from ._core import (\n    Engine,\n    Session,\n)", "pkg/__init__.py", "Session", True),
+    ("from ._core import Session", "pkg/client.py", "Session", False),  # a use, not an export
+    ("pub use crate::Json;", "extract/mod.rs", "Jso", False),  # whole words only
+])
+def test_reexported_names(text, path, name, expected):
+    assert reexports_name(text, path, (name,)) is expected
+
+
+def test_a_name_defined_elsewhere_is_found_where_it_is_reexported():
+    """``FromRequest`` comes from another crate: its re-export is where it enters this
+    workspace, and ranks above the files that only use it."""
+    def chunks():
+        return [_candidate("middleware/from_fn.rs", 0.45, terms="fromrequest request",
+                           text="impl<S> FromRequest<S> for Fn where S: Send {}"),
+                _candidate("extract/mod.rs", 0.35, terms="fromrequest request",
+                           text="pub use axum_core::extract::{FromRequest, Request};")]
+    external = chunks()
+    score_chunks(external, _context("FromRequest"))
+    assert [f.path for f in rank_files(external, WEIGHTS)][0] == "extract/mod.rs"
+    # defined in the workspace: the definition wins, and the re-export is only a re-export
+    defined = [*chunks(), _candidate("extract/from_request.rs", 0.35, defines="FromRequest",
+                                     terms="fromrequest request",
+                                     text="pub trait FromRequest<S> {}")]
+    score_chunks(defined, _context("FromRequest"))
+    ranked = [f.path for f in rank_files(defined, WEIGHTS)]
+    assert ranked[0] == "extract/from_request.rs"
+    assert ranked.index("extract/mod.rs") > ranked.index("middleware/from_fn.rs")
 
 
 def test_a_named_definition_outranks_a_definition_line_inside_another_chunk():

@@ -4,6 +4,7 @@ folder say what the query asks, how many of the query's words does it contain.""
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
 
@@ -33,6 +34,30 @@ def defines_name(defines: str, identifiers: Iterable[str]) -> bool:
             if identifier in lowered:
                 return True
     return False
+
+
+# Statements that make a name public from elsewhere: Rust's ``pub use a::{B, C};``, JS/TS
+# ``export { B } from './a'`` (or ``export type {…}``, ``export * as B from``), and in a
+# Python package's ``__init__.py``, ``from .a import B`` (an import anywhere else is a use).
+_RUST_REEXPORT = re.compile(r"\bpub\s+use\s+([^;]*);")
+_JS_REEXPORT = re.compile(r"\bexport\s+(?:type\s+)?\{([^}]*)\}|\bexport\s+\*\s+as\s+(\w+)")
+_PY_IMPORT = re.compile(r"^\s*from\s+\S+\s+import\s+(\([^)]*\)|[^\n]*)", re.MULTILINE)
+
+
+def reexports_name(text: str, path: str, identifiers: Iterable[str]) -> bool:
+    """Whether a chunk re-exports a queried name (see ``_RUST_REEXPORT`` and friends): where
+    a name defined outside the workspace (a sibling package of a monorepo, a dependency)
+    enters it."""
+    wanted = [i for i in identifiers if i in text or (i.islower() and i in text.lower())]
+    if not wanted:
+        return False
+    lists = [m.group(1) for m in _RUST_REEXPORT.finditer(text)]
+    lists += [m.group(1) or m.group(2) for m in _JS_REEXPORT.finditer(text)]
+    if path.rpartition("/")[2] == "__init__.py":
+        lists += [m.group(1) for m in _PY_IMPORT.finditer(text)]
+    words = {w for names in lists for w in re.findall(r"\w+", names)}
+    lowered = {w.lower() for w in words}
+    return any(i in words or (i.islower() and i in lowered) for i in wanted)
 
 
 def _module_path(path: str) -> tuple[str, str]:

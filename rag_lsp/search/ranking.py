@@ -9,7 +9,8 @@ one by one on the code-retrieval benchmark (``bench/README.md``, ablation table)
   ``rankIdentifierLexicalWeight`` for identifier-like queries (``Depends``, ``field_validator``),
   whose exact lexical hits must win even when the cosine is low;
 - **definition evidence** (``rankDefinitionBoost``) — the chunk defines a queried name (half
-  as much again when the file is named after it);
+  as much again when the file is named after it), or, for a name nothing in the workspace
+  defines, re-exports it (where a sibling package's or a dependency's name enters);
 - **path evidence** (``rankPathBoost``) — the file's name (and, half-weighted, its folder)
   matches the query's words; a module's index file (``routing/mod.rs``, ``__init__.py``,
   ``index.ts``) goes by its folder's name;
@@ -42,7 +43,13 @@ from dataclasses import dataclass
 from rag_lsp.chunking.definitions import symbol_name
 from rag_lsp.config import Settings
 from rag_lsp.search.calibration import Background
-from rag_lsp.search.evidence import TermCoverage, defines_name, path_match, stem_is_name
+from rag_lsp.search.evidence import (
+    TermCoverage,
+    defines_name,
+    path_match,
+    reexports_name,
+    stem_is_name,
+)
 from rag_lsp.search.query import QueryAnalysis
 from rag_lsp.search.results import SearchFilters
 from rag_lsp.search.roles import ROLES, is_reexport_chunk, path_roles
@@ -81,6 +88,11 @@ SUPPORT_FULL = 0.75
 # used to dilute. (One chunk as the place cost architecture questions, whose words spread
 # over a file: code benchmark 0.8455 -> 0.8430.)
 COHESION_SHARE = 0.5
+# A name defined outside the workspace (a sibling package of a monorepo, a dependency) enters
+# it where it is re-exported (``pub use core::extract::FromRequest``, ``export { getHooks }
+# from '@vitest/runner'``): for a queried name nothing here defines, that chunk counts this
+# share of a definition, and the re-export prior does not apply to it.
+REEXPORT_SHARE = 1.0
 # Name and definition evidence for a natural-language query counts fully only when the chunk
 # itself is relevant to this degree (a lone word in a file name is weak evidence).
 PATH_CORROBORATION = 0.2
@@ -215,9 +227,12 @@ def _unlocked_roles(ctx: RankContext) -> set[str]:
     return unlocked
 
 
-def prior(candidate: Candidate, weights: RankingWeights, unlocked: set[str]) -> float:
+def prior(candidate: Candidate, weights: RankingWeights, unlocked: set[str],
+          entry_point: bool = False) -> float:
+    """The role priors' product; a re-export that is where a queried name enters the
+    workspace (``entry_point``) is not penalised as one."""
     roles = set(path_roles(candidate.path))
-    if is_reexport_chunk(candidate.path, candidate.row.get("text", "")):
+    if not entry_point and is_reexport_chunk(candidate.path, candidate.row.get("text", "")):
         roles.add("reexport")
     factor = 1.0
     for role in roles - unlocked:
@@ -240,6 +255,7 @@ def score_chunks(candidates: list[Candidate], ctx: RankContext) -> None:
     lexical_weight = w.identifier_lexical if q.identifier_query else w.lexical
     coverage = TermCoverage(q.terms, ctx.background)
     path_cache: dict[str, float] = {}
+    external = _external_names(candidates, q.identifiers) if w.definition else ()
     for c in candidates:
         base = 0.0
         if ctx.semantic and c.cosine is not None:
@@ -253,6 +269,9 @@ def score_chunks(candidates: list[Candidate], ctx: RankContext) -> None:
             if not _is_own_symbol(c.row.get("symbol", ""), q.identifiers):
                 share *= INNER_DEFINITION_SHARE
             evidence += w.definition * share
+        entry_point = bool(external) and reexports_name(c.row.get("text", ""), c.path, external)
+        if entry_point:
+            evidence += w.definition * REEXPORT_SHARE
         if w.path and c.path not in path_cache:
             in_name, in_folder = path_match(c.path, q.path_words)
             path_cache[c.path] = w.path * (in_name + FOLDER_SHARE * in_folder)
@@ -260,7 +279,19 @@ def score_chunks(candidates: list[Candidate], ctx: RankContext) -> None:
         if PATH_CORROBORATION and not q.identifier_query:
             evidence *= min(1.0, base / PATH_CORROBORATION)
         c.relevance = (base + evidence) * ctx.answerable
-        c.raw = _respect_floor(c.relevance * prior(c, w, unlocked), c.relevance, ctx.floor)
+        c.raw = _respect_floor(c.relevance * prior(c, w, unlocked, entry_point), c.relevance,
+                               ctx.floor)
+
+
+def _external_names(candidates: list[Candidate], identifiers: tuple[str, ...]) -> tuple[str, ...]:
+    """The queried names no retrieved chunk defines (the definition retriever looks them up
+    by name, so a definition in the workspace would be among the candidates)."""
+    defined = set()
+    for c in candidates:
+        names = c.row.get("defines", "")
+        if names:
+            defined.update(i for i in identifiers if i not in defined and defines_name(names, (i,)))
+    return tuple(i for i in identifiers if i not in defined)
 
 
 def _respect_floor(ranked: float, relevance: float, floor: float) -> float:
