@@ -92,6 +92,13 @@ def _word_matches(word: str, part: str) -> bool:
 
 
 @functools.lru_cache(maxsize=16384)
+def _matching_words(part: str, words: tuple[str, ...]) -> frozenset[str]:
+    """The query words a path part answers (one lookup per part and query: parts such as
+    ``client`` or ``utils`` recur across a search's candidate paths)."""
+    return frozenset(w for w in words if _word_matches(w, part))
+
+
+@functools.lru_cache(maxsize=16384)
 def _parts(name: str) -> tuple[str, ...]:
     return tuple(p.lower() for p in split_identifier(name)) or (name.lower(),)
 
@@ -109,15 +116,16 @@ def path_match(path: str, words: tuple[str, ...]) -> tuple[float, float]:
     folder, name = _module_path(path)
     file_stem = name.split(".")[0]
     parts = _parts(file_stem)
-    found = [w for w in words if any(_word_matches(w, p) for p in parts)
-             or (len(w) >= _MIN_INFIX and w in file_stem.lower())]
-    explained = [p for p in parts if p.isdigit() or any(_word_matches(w, p) for w in words)]
-    file_score = ((len(found) / len(words)) ** 0.5 * len(explained) / len(parts)
-                  if found else 0.0)
+    matched = [_matching_words(p, words) for p in parts]
+    in_name = frozenset().union(*matched)
+    lowered = file_stem.lower()
+    found = [w for w in words if w in in_name or (len(w) >= _MIN_INFIX and w in lowered)]
+    explained = sum(1 for p, m in zip(parts, matched, strict=True) if m or p.isdigit())
+    file_score = (len(found) / len(words)) ** 0.5 * explained / len(parts) if found else 0.0
     folder = folder.rpartition("/")[2]
     folder_parts = _parts(folder) if folder else ()
-    in_folder = [w for w in words if any(_word_matches(w, p) for p in folder_parts)]
-    return file_score, len(in_folder) / len(words)
+    in_folder = frozenset().union(*(_matching_words(p, words) for p in folder_parts))
+    return file_score, sum(1 for w in words if w in in_folder) / len(words)
 
 
 class TermCoverage:
