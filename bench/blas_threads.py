@@ -33,6 +33,7 @@ import sys
 import time
 from pathlib import Path
 
+from codebench.engine import wait_for_memory_copy
 from server_latency import RESULTS, Session, emit, log, make_queries, stats
 from threadpoolctl import threadpool_info, threadpool_limits
 
@@ -75,11 +76,8 @@ def open_workspace(root: Path, index: Path) -> Workspace:
 
 def wait_for_matrix(ws: Workspace, query: str) -> None:
     """Searches answer from LanceDB until the vector matrix has loaded in the background."""
-    store = ws._index.store()  # noqa: SLF001 (the bench waits for the background load)
-    deadline = time.monotonic() + 180
-    while not store.vectors_in_memory() and time.monotonic() < deadline:
-        ws.search(query)
-        time.sleep(0.2)
+    ws.search(query)  # opens the store, which starts the load
+    wait_for_memory_copy(ws)
 
 
 async def server_scene(root: Path, index: Path, threads: int, queries: list[str]) -> dict:
