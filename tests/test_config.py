@@ -18,6 +18,7 @@ from rag_lsp.config import (
     validate_settings,
 )
 from rag_lsp.errors import ConfigError
+from rag_lsp.server.client_settings import only_search_changed
 
 
 def write_config(root: Path, data: object) -> None:
@@ -220,3 +221,16 @@ def test_bad_index_threads_are_rejected_and_fall_back(value, expected):
 )
 def test_index_threads_resolve(setting, cores, threads):
     assert Settings(index_threads=setting).indexing_threads(cores) == threads
+
+
+@pytest.mark.parametrize(("change", "search_only"), [
+    ({"threshold": 0.3}, True),
+    ({"answerThreshold": 0.5}, True),
+    ({"rankInternalPrior": 1.0}, True),
+    ({"topK": 3, "searchMode": "lexical"}, True),
+    ({"chunkTokens": 128}, False),
+    ({"threshold": 0.3, "exclude": ["dist/"]}, False),
+])
+def test_search_settings_apply_without_reindexing(change, search_only):
+    """The server re-opens its folders (and re-indexes) unless only search settings changed."""
+    assert only_search_changed(Settings(), Settings.from_dict(change)) is search_only

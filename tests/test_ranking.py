@@ -147,5 +147,12 @@ def test_a_query_whose_best_file_is_weak_returns_nothing(ranked):
     assert strict.find_chunks(question, limit=20) == []  # nor is anything injected
     # threshold 0 returns everything retrieved
     assert paths(strict, question, threshold=0.0)[0] == "src/http/client.py"
-    # lexical evidence alone scores on a lower scale: the gate is for hybrid search
+    # one kind of evidence alone scores on a lower scale: the gate is for hybrid search
     assert paths(strict, question, mode="lexical")[0] == "src/http/client.py"
+    assert paths(strict, question, mode="vector")[0] == "src/http/client.py"
+    # once the best file passes, the others still go down to the threshold
+    passing = Workspace(ranked.root, Settings.from_dict(
+        {**ranked.settings.to_dict(), "answerThreshold": 0.5}), ranked.embedder)
+    found = passing.search(question).results
+    assert found[0].path == "src/http/client.py"
+    assert any(r.path == "tests/test_client.py" and r.score < 0.5 for r in found)

@@ -28,6 +28,7 @@ from rag_lsp.search.ranking import (
     squash,
     unsquash,
 )
+from rag_lsp.search.results import SearchFilters
 from rag_lsp.search.roles import is_reexport_chunk, path_roles
 from rag_lsp.terms import query_terms, split_identifier, stem, text_terms
 
@@ -92,6 +93,8 @@ def test_queries_that_ask_for_a_role(query, asks):
     ("pydantic/_internal/_fields.py", {"internal"}),
     ("aiohttp/_websocket/reader.py", {"internal"}),
     ("pydantic/_migration.py", {"internal"}),
+    ("aiohttp/_websocket/mask.pyx", {"internal"}),
+    ("src/Internal/Store.cs", {"internal"}),
     ("pkg/__init__.py", set()),  # dunder names are not private
     ("serde/src/private/de.rs", {"internal"}),
     ("lib/internal/url.js", {"internal"}),
@@ -284,10 +287,14 @@ def test_a_private_module_ranks_below_the_public_one():
               _candidate("pydantic/config.py", 0.57)]
     score_chunks(chunks, _context("model configuration options"))
     assert [f.path for f in rank_files(chunks, WEIGHTS)][0] == "pydantic/config.py"
-    chunks = [_candidate("pydantic/_internal/_config.py", 0.60),
-              _candidate("pydantic/config.py", 0.57)]
-    score_chunks(chunks, _context("internal handling of model configuration"))  # asked for
-    assert [f.path for f in rank_files(chunks, WEIGHTS)][0] == "pydantic/_internal/_config.py"
+    # asked for in words ("private", which the path does not contain), or by a path filter
+    for ctx in (_context("private handling of model configuration"),
+                _context("model configuration options",
+                         filters=SearchFilters(paths=("pydantic/_internal/**",)))):
+        chunks = [_candidate("pydantic/_internal/_config.py", 0.60),
+                  _candidate("pydantic/config.py", 0.57)]
+        score_chunks(chunks, ctx)
+        assert [f.path for f in rank_files(chunks, WEIGHTS)][0] == "pydantic/_internal/_config.py"
 
 
 def test_semantic_noise_scores_zero():

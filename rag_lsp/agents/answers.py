@@ -64,7 +64,8 @@ def search_answer(response: SearchResponse, *, max_tokens: int, snippet_lines: i
     results = response.results
     if not results:
         head.append(f"No relevant code found for {response.query!r}. Nothing in the workspace "
-                    "scores above the relevance threshold; try other words or a symbol name.")
+                    "answers it well enough (the threshold and answerThreshold settings); try "
+                    "other words or a symbol name.")
         return "\n".join(head)
     head.append(f"{len(results)} file{'s' if len(results) != 1 else ''} for "
                 f"{response.query!r}, best first ({response.mode} search, "

@@ -58,7 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("-k", "--top-k", type=int, help="number of files to return")
     search.add_argument("--threshold", type=float,
                         help="minimum relevance score (0..1; default: the threshold setting, "
-                             "0.15); 0 returns everything retrieved")
+                             "0.15); 0 returns everything retrieved, above 0 the "
+                             "answerThreshold setting also applies")
     search.add_argument("--mode", choices=MODES, help="vector, lexical or hybrid (default)")
     search.add_argument("--path", action="append", default=[], metavar="GLOB",
                         help="only paths matching this gitignore-style glob (repeatable)")
@@ -205,7 +206,8 @@ def cmd_search(args: argparse.Namespace) -> int:
         _print_json(response.to_dict())
         return EXIT_OK
     if not response.results:
-        print(f"nothing relevant to {args.query!r} (threshold {ws.settings.threshold})")
+        print(f"nothing relevant to {args.query!r} (threshold {ws.settings.threshold}, "
+              f"answerThreshold {ws.settings.answer_threshold})")
     for hit in response.results:
         label = f" {hit.symbol}" if hit.symbol else ""
         others = ", ".join(f"L{r.start_line}-{r.end_line}" for r in hit.ranges[1:4])

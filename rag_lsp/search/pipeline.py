@@ -4,7 +4,8 @@ Retrievers (each optional by mode): nearest chunks by vector, full-text matches 
 (with the parts of its identifiers), chunks that *define* a queried identifier, and, while a
 first index runs, windows of the files not embedded yet (``rag_lsp.store.draft``). The
 ranking layer (``ranking.py``) scores every candidate and groups them into files; the
-threshold applies to that same score.
+threshold applies to that same score, and a hybrid search returns nothing unless its best
+file's own evidence reaches the answer threshold (see ``ranked_files``).
 """
 
 from __future__ import annotations
@@ -192,7 +193,8 @@ def ranked_files(index: SearchIndex, query: str, *, mode: str, limit: int,
     # The answer threshold is set on hybrid evidence, the default mode: a real question has
     # both a semantic margin and its words in the code. Vector or lexical evidence alone
     # scores on a lower scale (code benchmark lexical 0.789 -> 0.754 with it), and so does a
-    # file drafted before its embeddings exist: those keep the threshold alone.
+    # file drafted before its embeddings exist: a search that retrieves any (during a first
+    # index) keeps the threshold alone, as those modes do.
     gated = answer_floor > 0 and ctx.semantic and ctx.lexical and best_margin is not None
     if gated and max(f.relevance for f in files) < answer_floor:
         return []

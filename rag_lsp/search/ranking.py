@@ -217,7 +217,7 @@ def _unlocked_roles(ctx: RankContext) -> set[str]:
     for role, words in (("test", ("test", "spec")), ("docs", ("doc", ".md", "readme")),
                         ("example", ("example", "sample", "demo")),
                         ("legacy", ("legacy", "deprecated", "compat", "v1")),
-                        ("internal", ("internal", "private", "/_"))):
+                        ("internal", ("internal", "private"))):
         if any(w in globs for w in words):
             unlocked.add(role)
     if "section" in filters.kinds or {"markdown", "rst", "text"} & set(filters.languages):

@@ -1,7 +1,8 @@
 """What part a file plays in a code base, read from its path (and, for re-export files, its
 text): tests, documentation, examples, legacy copies, generated or vendored code, data and
-configuration, re-export modules. A question about code is answered by implementation first;
-these roles rank lower unless the query or a filter asks for them (see ``ranking``).
+configuration, re-export modules, modules their package marks private. A question about code
+is answered by implementation first; these roles rank lower unless the query or a filter asks
+for them (see ``ranking``).
 """
 
 from __future__ import annotations
@@ -32,8 +33,9 @@ _DATA_FILE = re.compile(
 # "internal use"), and ``private``/``internal`` folders (serde's ``private/``, Java's and
 # Node's ``internal`` packages). Go is left out: its ``internal/`` is visibility the compiler
 # enforces, and applications keep all their code there.
-_PYTHON_PRIVATE = re.compile(r"(?:^|/)_[A-Za-z][^/]*(?:/|\.pyi?$)")
-_PRIVATE_DIR = re.compile(r"(?:^|/)_{0,2}(?:private|internal)/")
+_PYTHON_PRIVATE = re.compile(r"(?:^|/)_[A-Za-z][^/]*(?:/|\.(?:pyi?|pyx|pxd)$)")
+_PYTHON_FILE = (".py", ".pyi", ".pyx", ".pxd")
+_PRIVATE_DIR = re.compile(r"(?:^|/)_{0,2}(?:private|internal)/", re.IGNORECASE)
 # Files that stand for their folder's module (``routing/mod.rs`` is ``routing``).
 MODULE_INDEX_FILES = frozenset({"mod.rs", "__init__.py", "index.ts", "index.js", "index.mjs",
                                 "index.tsx", "index.jsx"})
@@ -70,7 +72,7 @@ def path_roles(path: str) -> frozenset[str]:
 def _is_internal(path: str) -> bool:
     if path.endswith(".go"):
         return False
-    if path.endswith((".py", ".pyi")) and _PYTHON_PRIVATE.search(path):
+    if path.endswith(_PYTHON_FILE) and _PYTHON_PRIVATE.search(path):
         return True
     return bool(_PRIVATE_DIR.search(path))
 

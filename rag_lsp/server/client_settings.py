@@ -20,7 +20,8 @@ from rag_lsp.errors import ConfigError
 from rag_lsp.server.methods import SETTINGS_SECTION
 
 # Settings read per search; changing only these needs no re-index.
-SEARCH_SETTINGS = {"top_k", "threshold", "knowledge_threshold", "search_mode"} | {
+SEARCH_SETTINGS = {"top_k", "threshold", "answer_threshold", "knowledge_threshold",
+                   "search_mode"} | {
     f.name for f in dataclasses.fields(Settings) if f.name.startswith("rank_")}
 
 Report = Callable[[list[str]], None]

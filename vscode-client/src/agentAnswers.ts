@@ -83,8 +83,8 @@ export function searchAnswer(response: SearchResponse, options: SearchAnswerOpti
   const head = [...(options.notes ?? []), ...response.warnings];
   const results = response.results;
   if (!results.length) {
-    head.push(`No relevant code found for ${pyRepr(query)}. Nothing in the workspace scores above the relevance ` +
-      "threshold; try other words or a symbol name.");
+    head.push(`No relevant code found for ${pyRepr(query)}. Nothing in the workspace answers it well enough ` +
+      "(the threshold and answerThreshold settings); try other words or a symbol name.");
     return head.join("\n");
   }
   head.push(`${plural(results.length, "file")} for ${pyRepr(query)}, best first (${response.mode} search, ` +

@@ -156,7 +156,7 @@ export class ResultsTree implements vscode.TreeDataProvider<ResultNode>, vscode.
 export function resultsMessage(query: string, response: SearchResponse, files: number): string | undefined {
   const notes = response.warnings.length ? ` ${response.warnings.join(" ")}` : "";
   if (files === 0) {
-    return `No relevant results for “${query}”. Try other words (a name, or what the code does), or lower ragLsp.threshold.${notes}`;
+    return `No relevant results for “${query}”. Try other words (a name, or what the code does), or lower ragLsp.threshold and ragLsp.answerThreshold.${notes}`;
   }
   if (response.partial) return `Indexing is under way: results come from the part indexed so far.${notes}`;
   return notes ? notes.trim() : undefined;
