@@ -7,7 +7,8 @@ one by one on the code-retrieval benchmark (``bench/README.md``, ablation table)
   query's background similarity, see ``calibration``) plus its lexical coverage (share of the
   query's terms it contains, rarer terms weighing more) times ``rankLexicalWeight``, or
   ``rankIdentifierLexicalWeight`` for identifier-like queries (``Depends``, ``field_validator``),
-  whose exact lexical hits must win even when the cosine is low;
+  whose exact lexical hits count even when the cosine is low (their answerability is judged by
+  their words alone);
 - **definition evidence** (``rankDefinitionBoost``) — the chunk defines a queried name (half
   as much again when the file is named after it), or, for a name nothing in the workspace
   defines, re-exports it (where a sibling package's or a dependency's name enters);
