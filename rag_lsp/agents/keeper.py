@@ -21,6 +21,7 @@ from rag_lsp.config import CONFIG_FILE_NAME, Settings
 from rag_lsp.errors import RagLspError
 from rag_lsp.indexing.progress import IndexProgress, IndexReport
 from rag_lsp.indexing.watch import FolderWatcher
+from rag_lsp.memory import freeze_long_lived_objects
 
 if TYPE_CHECKING:
     from rag_lsp.indexing.scan import WorkspaceFilter
@@ -166,6 +167,7 @@ class WorkspaceKeeper:
             self._watcher = FolderWatcher(self.root, self._on_paths)
             self._watcher.start()  # before the run: changes made during it are not missed
         self._index()
+        freeze_long_lived_objects()  # the model, the index, every import: here to stay
         self._follow_changes()
 
     def _open(self) -> None:

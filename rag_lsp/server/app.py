@@ -24,6 +24,7 @@ from rag_lsp.config import (
 )
 from rag_lsp.context.modes import unknown_mode_message
 from rag_lsp.errors import RagLspError
+from rag_lsp.memory import freeze_long_lived_objects
 from rag_lsp.priority import SearchFirst
 from rag_lsp.server.client_settings import ClientSettings, only_search_changed
 from rag_lsp.server.errors import RagRequestError, bad_input, not_initialized
@@ -137,6 +138,7 @@ class RagServer(LanguageServer):
         for uri in self._folder_uris():
             await self.registry.open(uri)
         await self.watching.start()
+        freeze_long_lived_objects()  # the model, the folders, every import: here to stay
 
     def _folder_uris(self) -> list[str]:
         folders = [f.uri for f in self.workspace.folders.values()]
