@@ -1,8 +1,7 @@
 """The language server: state shared by the features, settings, folders, and stdio start-up.
 
-Only pygls wiring lives under ``rag_lsp/server``; retrieval is the engine's
-(:class:`rag_lsp.workspace.Workspace`). Engine work runs on executors the server owns — one
-writer thread per folder, a small pool for searches — so the event loop never blocks.
+Only pygls wiring lives here; retrieval is the engine's (``Workspace``). Engine work runs on
+executors the server owns (a writer thread per folder, a search pool): the loop never blocks.
 """
 
 from __future__ import annotations
@@ -17,14 +16,13 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
-from rag_lsp import __version__
+from rag_lsp import __version__, memory
 from rag_lsp.config import (
     Settings,
     validate_settings,
 )
 from rag_lsp.context.modes import unknown_mode_message
 from rag_lsp.errors import RagLspError
-from rag_lsp.memory import freeze_long_lived_objects
 from rag_lsp.priority import SearchFirst
 from rag_lsp.server.client_settings import ClientSettings, only_search_changed
 from rag_lsp.server.errors import RagRequestError, bad_input, not_initialized
@@ -138,7 +136,7 @@ class RagServer(LanguageServer):
         for uri in self._folder_uris():
             await self.registry.open(uri)
         await self.watching.start()
-        freeze_long_lived_objects()  # the model, the folders, every import: here to stay
+        memory.freeze_long_lived_objects()  # the model, folders, imports: here to stay
 
     def _folder_uris(self) -> list[str]:
         folders = [f.uri for f in self.workspace.folders.values()]
