@@ -55,7 +55,10 @@ def freeze_long_lived_objects() -> None:
     whichever request is running: a 20 ms search took 95 ms (bench/server_latency.py). After
     ``gc.freeze()`` a full collection takes ~1.5 ms. Reference counting still frees frozen
     objects; a cycle among them would stay, so call this again after replacing long-lived
-    state (it unfreezes, collects what the old state left, and freezes what is alive)."""
+    state (it unfreezes, collects what the old state left, and freezes what is alive). The
+    language server calls it when settings (re)open its folders, the MCP server after its
+    first index run; a folder added or re-opened otherwise stays in the collector's view,
+    which costs only its share of a collection."""
     gc.unfreeze()
     gc.collect()
     gc.freeze()

@@ -11,6 +11,7 @@ stdio tests (``lsp_support``, ``raw_lsp``); a subprocess would add nothing here 
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import logging
 import threading
@@ -71,6 +72,7 @@ class InProcessServer:
         self._quiet = AnsweredRequestErrors()  # as serve_stdio's logging has it
 
     async def __aenter__(self) -> InProcessServer:
+        gc.unfreeze()  # the server freezes what it holds (rag_lsp.memory); this process's own
         self._threads_before = set(threading.enumerate())
         self._event_loop = asyncio.get_running_loop()
         logging.getLogger("pygls.protocol.json_rpc").addFilter(self._quiet)
@@ -90,6 +92,8 @@ class InProcessServer:
         self._in.feed_eof()
         await asyncio.wait_for(self._loop, WAIT_SECONDS)
         self.server.search_pool.shutdown(wait=True)
+        self.froze_objects = gc.get_freeze_count()
+        gc.unfreeze()  # the next test's garbage is collected as usual
         logging.getLogger("pygls.protocol.json_rpc").removeFilter(self._quiet)
         await self._threads_ended()
 

@@ -143,3 +143,13 @@ async def test_cancelling_the_progress_stops_an_indexing_run(nvim_like, folders)
     assert big_status["files"] < 300
     # The status notification carried the run's progress, as a percentage.
     assert all(0 <= p <= 100 for p in percentages())
+
+
+async def test_the_server_keeps_what_it_holds_out_of_full_collections(folders, embedder):
+    """Once its folders are open, the server freezes its long-lived objects (a full garbage
+    collection walked ~180k of them inside a search; rag_lsp.memory)."""
+    async with InProcessServer(embedder=embedder, answer_requests=True) as lsp:
+        await lsp.start([folders["frontend"]], capabilities_of("neovim@v0.7.0"),
+                        {"indexPath": str(folders["store"])})
+        await lsp.wait_for_state("ready")
+    assert lsp.froze_objects > 0

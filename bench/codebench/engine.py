@@ -118,11 +118,19 @@ def wait_for_memory_copy(ws: Workspace, timeout: float = 180.0) -> None:
     measuring before the load ends would make a figure depend on timing."""
     store = ws._index.store()  # noqa: SLF001 (a bench waits for the background load)
     deadline = time.monotonic() + timeout
-    while store.vectors_in_memory() is None and time.monotonic() < deadline:
+    while (matrix := store.vectors_in_memory()) is None and time.monotonic() < deadline:
         time.sleep(0.05)
+    if matrix is None or matrix.terms is None:
+        print(f"warning: {ws.root}: the in-memory copy "
+              f"{'did not load' if matrix is None else 'has no postings'}; searches are "
+              "answered by LanceDB and figures may differ from run to run", file=sys.stderr)
 
 
-_WITH_SETTINGS: dict[tuple[int, str], Workspace] = {}
+# Variants of recent workspaces, each with its in-memory copy loaded; keyed by the workspace
+# itself (not its id, which a later workspace may reuse) and bounded: an ablation opens 13
+# variants for each of 11 workspaces.
+_VARIANTS: dict[tuple[Workspace, str], Workspace] = {}
+MAX_VARIANTS = 16
 
 
 def with_settings(ws: Workspace, overrides: dict) -> Workspace:
@@ -130,13 +138,15 @@ def with_settings(ws: Workspace, overrides: dict) -> Workspace:
     variant, its in-memory copy loaded before it is used."""
     if not overrides:
         return ws
-    key = (id(ws), json.dumps(overrides, sort_keys=True))
-    if key not in _WITH_SETTINGS:
+    key = (ws, json.dumps(overrides, sort_keys=True))
+    if key not in _VARIANTS:
+        if len(_VARIANTS) >= MAX_VARIANTS:
+            _VARIANTS.pop(next(iter(_VARIANTS))).close()  # the oldest
         merged = Settings.from_dict({**ws.settings.to_dict(), **overrides})
         variant = Workspace(ws.root, merged, ws.embedder, ws.model_error, ws.priority)
         wait_for_memory_copy(variant)
-        _WITH_SETTINGS[key] = variant
-    return _WITH_SETTINGS[key]
+        _VARIANTS[key] = variant
+    return _VARIANTS[key]
 
 
 def ensure_index(ws: Workspace, label: str) -> dict:

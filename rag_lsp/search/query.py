@@ -1,7 +1,7 @@
 """What a query is: identifier-like or natural language, its terms, and what it asks for.
 
 ``Depends``, ``field_validator``, ``Router.handle`` and ``serde::Serialize`` are looked up like
-symbols (lexical evidence counts more, a definition of the name is the best answer);
+symbols (judged answerable by their words alone; a definition of the name is the best answer);
 "where are redirects followed?" is read for meaning. The full-text query gets the parts of
 compound identifiers added (``VitestProject`` also looks for ``vitest project``), as the
 index has them too.
