@@ -72,7 +72,7 @@ class InProcessServer:
         self._quiet = AnsweredRequestErrors()  # as serve_stdio's logging has it
 
     async def __aenter__(self) -> InProcessServer:
-        gc.unfreeze()  # the server freezes what it holds (rag_lsp.memory); this process's own
+        gc.unfreeze()  # start unfrozen: what the server then freezes (rag_lsp.memory) is its own
         self._threads_before = set(threading.enumerate())
         self._event_loop = asyncio.get_running_loop()
         logging.getLogger("pygls.protocol.json_rpc").addFilter(self._quiet)
