@@ -1,7 +1,7 @@
 """The language server: state shared by the features, settings, folders, and stdio start-up.
 
 Only pygls wiring lives here; retrieval is the engine's (``Workspace``). Engine work runs on
-executors the server owns (a writer thread per folder, a search pool): the loop never blocks.
+executors the server owns (a writer thread per folder, a search pool), never on the loop.
 """
 
 from __future__ import annotations
