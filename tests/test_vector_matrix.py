@@ -32,7 +32,8 @@ def test_batches_fill_one_matrix_even_past_the_counted_rows():
         np.testing.assert_array_equal(matrix.vector_of(row_id), vector)
     assert matrix.vector_of(1) is None and matrix.vector_of(10**6) is None
     found, cosines = matrix.nearest(vectors[17], 3)
-    assert found[0] == ids[17] and abs(float(cosines[0]) - 1.0) < 1e-6
+    assert matrix.row_ids[found[0]] == ids[17] and abs(float(cosines[0]) - 1.0) < 1e-6
+    assert matrix.columns is None and matrix.rows_at(found) is None  # none asked to be kept
 
 
 def test_fewer_rows_than_counted_and_none_at_all():
@@ -40,4 +41,39 @@ def test_fewer_rows_than_counted_and_none_at_all():
     matrix = VectorMatrix.from_batches(1, [batch([3, 4], unit(rng, 2))], rows=10, dim=DIM)
     assert matrix.vectors.shape == (2, DIM)
     empty = VectorMatrix.from_batches(1, [], rows=0, dim=DIM)
-    assert empty.nearest(unit(rng, 1)[0], 5)[0] == [] and empty.vector_of(3) is None
+    assert len(empty.nearest(unit(rng, 1)[0], 5)[0]) == 0 and empty.vector_of(3) is None
+
+
+def with_columns(row_ids: list[int], vectors: np.ndarray,
+                 kinds: list[str] | None) -> pa.RecordBatch:
+    base = batch(row_ids, vectors)
+    if kinds is None:
+        return base
+    return base.append_column("kind", pa.array(kinds)).append_column(
+        "start_line", pa.array([10 * r for r in row_ids], pa.int32()))
+
+
+def test_ranking_columns_are_kept_row_by_row_as_the_vectors():
+    rng = np.random.default_rng(5)
+    vectors = unit(rng, 6)
+    ids = [50, 40, 30, 20, 10, 60]
+    kinds = ["function", "class", "section", "text", "method", "function"]
+    batches = [with_columns(ids[:4], vectors[:4], kinds[:4]),
+               with_columns(ids[4:], vectors[4:], kinds[4:])]
+    matrix = VectorMatrix.from_batches(2, batches, rows=6, dim=DIM,
+                                       row_columns=["kind", "start_line"])
+    assert matrix.columns is not None and matrix.columns.num_rows == 6
+    found, _ = matrix.nearest(vectors[4], 2)
+    rows = matrix.rows_at(found)
+    assert rows is not None and rows[0] == {"kind": "method", "start_line": 100, "_rowid": 10}
+    assert all(row["_rowid"] == matrix.row_ids[at] for row, at in zip(rows, found, strict=True))
+    assert "text" not in rows[0]  # read for the chunks a search returns (ChunkStore.fill_text)
+
+
+def test_no_columns_kept_when_a_batch_lacks_them():
+    rng = np.random.default_rng(6)
+    batches = [with_columns([1, 2], unit(rng, 2), ["function", "class"]),
+               with_columns([3], unit(rng, 1), None)]
+    matrix = VectorMatrix.from_batches(1, batches, rows=3, dim=DIM,
+                                       row_columns=["kind", "start_line"])
+    assert matrix.columns is None and matrix.rows_at(np.array([0])) is None

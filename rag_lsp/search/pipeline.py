@@ -30,6 +30,7 @@ from rag_lsp.search.ranking import (
     rank_files,
     score_chunks,
     squash,
+    text_needed,
     unsquash,
 )
 from rag_lsp.search.results import (
@@ -188,6 +189,7 @@ def ranked_files(index: SearchIndex, query: str, *, mode: str, limit: int,
                               query_cohesion(q, candidates, background) if q.terms else None),
         filters=filters, floor=max(floor, 0.0),
     )
+    index.store.fill_text(c.row for c in text_needed(candidates, q, index.weights))
     score_chunks(candidates, ctx)
     files = rank_files(candidates, index.weights, ctx.floor, passages=ctx.semantic)
     # The answer threshold is set on hybrid evidence, the default mode: a real question has
@@ -214,13 +216,14 @@ def search_files(index: SearchIndex, query: str, *, mode: str, top_k: int, thres
     reaches ``answer_threshold`` on its own evidence."""
     limit = max(MIN_CANDIDATES, top_k * CANDIDATES_PER_RESULT)
     floor, answer_floor = _floors(threshold, answer_threshold)
-    results = []
+    shown = []
     for ranked in ranked_files(index, query, mode=mode, limit=limit, filters=filters,
                                floor=floor, answer_floor=answer_floor):
-        if ranked.raw < floor or len(results) == top_k:
+        if ranked.raw < floor or len(shown) == top_k:
             break
-        results.append(_result(ranked, floor, index.weights))
-    return results
+        shown.append(ranked)
+    index.store.fill_text(c.row for ranked in shown for c in ranked.chunks)
+    return [_result(ranked, floor, index.weights) for ranked in shown]
 
 
 def search_chunks(index: SearchIndex, query: str, *, mode: str, limit: int, threshold: float,
@@ -233,6 +236,7 @@ def search_chunks(index: SearchIndex, query: str, *, mode: str, limit: int, thre
                                       floor=floor, answer_floor=answer_floor)
               for c in f.chunks if c.raw >= floor]
     chunks.sort(key=lambda c: -c.raw)
+    index.store.fill_text(c.row for c in chunks[:limit])
     return [_hit(c) for c in chunks[:limit]]
 
 

@@ -53,7 +53,7 @@ from rag_lsp.search.evidence import (
 )
 from rag_lsp.search.query import QueryAnalysis
 from rag_lsp.search.results import SearchFilters
-from rag_lsp.search.roles import ROLES, is_reexport_chunk, path_roles
+from rag_lsp.search.roles import REEXPORT_NAMES, ROLES, is_reexport_chunk, path_roles
 
 # Cosine margin over the background treated as noise: random strings reach about this much.
 SEMANTIC_FLOOR = 0.1
@@ -282,6 +282,17 @@ def score_chunks(candidates: list[Candidate], ctx: RankContext) -> None:
         c.relevance = (base + evidence) * ctx.answerable
         c.raw = _respect_floor(c.relevance * prior(c, w, unlocked, entry_point), c.relevance,
                                ctx.floor)
+
+
+def text_needed(candidates: list[Candidate], q: QueryAnalysis,
+                weights: RankingWeights) -> list[Candidate]:
+    """The candidates whose text :func:`score_chunks` reads: chunks of files that may hold
+    only re-exports (``is_reexport_chunk``), and all of them when a queried name is defined
+    by none (``reexports_name``). Rows found in memory come without their text; the others
+    are ranked without reading it."""
+    if q.identifiers and weights.definition and _external_names(candidates, q.identifiers):
+        return candidates
+    return [c for c in candidates if c.path.rsplit("/", 1)[-1] in REEXPORT_NAMES]
 
 
 def _external_names(candidates: list[Candidate], identifiers: tuple[str, ...]) -> tuple[str, ...]:

@@ -44,6 +44,9 @@ _KEEP_OLD_VERSIONS = timedelta(seconds=60)
 # which only cost time to read (bench: vector search p95 25 -> 19 ms at 11k chunks).
 RESULT_COLUMNS = ["id", "path", "start_line", "end_line", "language", "kind", "symbol", "text",
                   "defines", "terms"]
+# Held in memory with the vectors, up to POSTINGS_MAX_ROWS chunks: all a search ranks by. The
+# text (most of a row's bytes) is read for the chunks a search returns (fill_text).
+ROW_COLUMNS = [c for c in RESULT_COLUMNS if c != "text"]
 # Rows read to describe an index as a whole (see rag_lsp.search.calibration).
 SAMPLE_COLUMNS = ["vector", "terms"]
 # Rows read at a time into the in-memory vector matrix and postings: with the words, 8,192
@@ -260,11 +263,12 @@ class ChunkStore:
         # Full-text postings too, up to a size (see rag_lsp.store.term_index): building them
         # at 100k chunks held ~260 MB more for a moment and ~70 MB after, where LanceDB's own
         # lookups are already a small part of a search.
-        columns = (["vector", "terms", "defines", "path"] if rows <= POSTINGS_MAX_ROWS
-                   else ["vector"])
+        # The ranking columns too (~5.6 MB at 12k chunks of generated Python).
+        columns = ["vector", *ROW_COLUMNS] if rows <= POSTINGS_MAX_ROWS else ["vector"]
         reader = (self._chunks.search().select(columns).with_row_id(True).limit(None)
                   .to_batches(VECTOR_LOAD_BATCH_ROWS))
-        return VectorMatrix.from_batches(version, reader, rows, self.dim)
+        return VectorMatrix.from_batches(version, reader, rows, self.dim,
+                                         row_columns=ROW_COLUMNS if len(columns) > 1 else ())
 
     def vectors_in_memory(self) -> VectorMatrix | None:
         if self.moved():  # the matrix's row ids belong to the tables swapped out
@@ -278,10 +282,17 @@ class ChunkStore:
     def vector_search(
         self, vector: np.ndarray, limit: int, where: str | None = None
     ) -> list[dict]:
-        """The ``limit`` chunks nearest ``vector``, with their ``cosine``, nearest first."""
+        """The ``limit`` chunks nearest ``vector``, with their ``cosine``, nearest first
+        (rows found in memory have no ``text`` yet: see :meth:`fill_text`)."""
         matrix = None if where else self.vectors_in_memory()
         if matrix is not None:
-            row_ids, cosines = matrix.nearest(vector, limit)
+            positions, cosines = matrix.nearest(vector, limit)
+            in_memory = matrix.rows_at(positions)
+            if in_memory is not None and not self.moved():  # else they are of the old tables
+                for row, cosine in zip(in_memory, cosines.tolist(), strict=True):
+                    row["cosine"] = cosine
+                return in_memory
+            row_ids = matrix.row_ids[positions].tolist()
             found = self._chunks.take_row_ids(row_ids).select([*RESULT_COLUMNS, "_rowid"])
             by_id = {row.pop("_rowid"): row for row in found.to_list()}
             if not self.moved():  # else the rows came from a build swapped in meanwhile
@@ -349,17 +360,41 @@ class ChunkStore:
         row_ids = [int(r) for r in matrix.row_ids[positions]]
         if not row_ids:  # unless these postings are of tables swapped out meanwhile
             return None if self.moved() else []
-        found = self._chunks.take_row_ids(row_ids).select([*RESULT_COLUMNS, "_rowid"])
-        by_id = {row.pop("_rowid"): row for row in found.to_list()}
-        if len(by_id) < len(row_ids) or self.moved():  # rows went or a rebuild came meanwhile
+        rows = matrix.rows_at(positions)
+        if rows is not None and self.moved():  # of the tables swapped out meanwhile
             return None
-        rows = []
-        for row_id, at, score in zip(row_ids, positions, scores, strict=True):
-            row = {**by_id[row_id], "_score": float(score)}
+        if rows is None:
+            found = self._chunks.take_row_ids(row_ids).select([*RESULT_COLUMNS, "_rowid"])
+            by_id = {row.pop("_rowid"): row for row in found.to_list()}
+            if len(by_id) < len(row_ids) or self.moved():  # rows went or a rebuild came
+                return None
+            rows = [by_id[row_id] for row_id in row_ids]
+        for row, at, score in zip(rows, positions, scores.tolist(), strict=True):
+            row["_score"] = score
             if with_vectors:
                 row["vector"] = matrix.vectors[at]
-            rows.append(row)
         return rows
+
+    @_reports_damage
+    def fill_text(self, rows: Iterable[dict]) -> None:
+        """Give rows found in memory (see :meth:`VectorMatrix.rows_at`) their ``text``: one
+        read by row id; by chunk id for rows a compaction or a rebuild has moved since the
+        memory copy was loaded. A chunk deleted meanwhile gets an empty text."""
+        missing = [row for row in rows if "text" not in row]
+        if not missing:
+            return
+        row_ids = list(dict.fromkeys(row["_rowid"] for row in missing))
+        found = self._chunks.take_row_ids(row_ids).select(["id", "text", "_rowid"]).to_list()
+        by_row_id = {row["_rowid"]: row for row in found}
+        if self.moved() or any(by_row_id.get(row["_rowid"], {}).get("id") != row["id"]
+                               for row in missing):
+            ids = list(dict.fromkeys(row["id"] for row in missing))
+            texts = {row["id"]: row["text"]
+                     for row in self.chunk_rows(in_list("id", ids), ["id", "text"])}
+        else:
+            texts = {row["id"]: row["text"] for row in found}
+        for row in missing:
+            row["text"] = texts.get(row["id"], "")
 
     @_reports_damage
     def sample_rows(self, count: int) -> list[dict]:

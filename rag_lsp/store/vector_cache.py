@@ -5,6 +5,10 @@ nearly all of it overhead; one matrix-vector product over the same vectors takes
 (12k x 384 float32 = 18 MB). The matrix belongs to one table version: after any write the
 store falls back to LanceDB until a background reload (at most one every few seconds, so an
 indexing run is not slowed down) has caught up. Row ids (``_rowid``) find the rows again.
+
+Up to a size the load also keeps every column a search ranks by (all but the chunk's text),
+as Arrow arrays: reading the ~70 rows each retriever finds back from LanceDB cost ~4 ms a
+read, two or three reads a search (bench/README.md, "Ranking columns in memory").
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,18 +43,22 @@ class VectorMatrix:
     # carried ``terms``, ``defines`` and ``path`` (see rag_lsp.store.term_index)
     terms: TermIndex | None = None
     names: TermIndex | None = None
+    # The columns a search ranks by, row by row as in ``vectors`` (see :meth:`rows_at`)
+    columns: pa.Table | None = None
 
     @classmethod
     def from_batches(cls, version: int, batches: Iterable[pa.RecordBatch], rows: int,
-                     dim: int) -> VectorMatrix:
+                     dim: int, row_columns: Sequence[str] = ()) -> VectorMatrix:
         """The matrix from record batches of ``_rowid`` and ``vector`` (about ``rows`` rows),
         copied batch by batch into one array: reading the whole column at once held it three
         times over (Arrow table, combined chunks, NumPy copy), 300 MB more at 100k chunks.
-        Batches that also carry ``terms``, ``defines`` and ``path`` give the postings too."""
+        Batches that also carry ``terms``, ``defines`` and ``path`` give the postings too,
+        and ``row_columns``, when they carry them, are kept (see :meth:`rows_at`)."""
         vectors = np.empty((rows, dim), dtype=np.float32)
         row_ids = np.empty(rows, dtype=np.uint64)
         words = {"terms": TermIndexBuilder(), "defines": TermIndexBuilder(lower=True)}
         with_words = False
+        kept: list[pa.RecordBatch] | None = [] if row_columns else None
         filled = 0
         for batch in batches:
             count = batch.num_rows
@@ -70,23 +78,40 @@ class VectorMatrix:
                 words["terms"].add(batch.column("terms"),
                                    path_words.take(pc.index_in(paths, value_set=unique)))
                 words["defines"].add(batch.column("defines"))
+            if kept is not None:
+                kept = (kept + [batch.select(row_columns)]
+                        if set(row_columns) <= set(batch.schema.names) else None)
             filled += count
         vectors, row_ids = vectors[:filled], row_ids[:filled]
         order = np.argsort(row_ids, kind="stable")
         with_words = with_words and not any(b.overflowed for b in words.values())
         terms = words["terms"].finish() if with_words else None
         names = words["defines"].finish() if with_words else None
-        return cls(version, row_ids, vectors, row_ids[order], order, terms, names)
+        columns = None
+        if kept:  # one compact copy: the batches' buffers may be slices of larger reads
+            columns = pa.Table.from_batches(kept).combine_chunks()
+        return cls(version, row_ids, vectors, row_ids[order], order, terms, names, columns)
 
-    def nearest(self, query: np.ndarray, limit: int) -> tuple[list[int], np.ndarray]:
-        """Row ids of the ``limit`` closest rows, closest first, and their cosines."""
+    def nearest(self, query: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
+        """Positions (rows of ``vectors``) of the ``limit`` closest rows, closest first, and
+        their cosines; ``row_ids[positions]`` are their row ids."""
         if len(self.row_ids) == 0:
-            return [], np.empty(0, dtype=np.float32)
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
         scores = self.vectors @ query
         limit = min(limit, len(scores))
         top = np.argpartition(-scores, limit - 1)[:limit]
         top = top[np.argsort(-scores[top], kind="stable")]
-        return [int(r) for r in self.row_ids[top]], scores[top]
+        return top, scores[top]
+
+    def rows_at(self, positions: np.ndarray) -> list[dict] | None:
+        """The kept columns of the rows at ``positions``, each with its ``_rowid`` (and no
+        ``text``: see ``ChunkStore.fill_text``); ``None`` when no columns were kept."""
+        if self.columns is None:
+            return None
+        rows = self.columns.take(pa.array(positions, type=pa.int64())).to_pylist()
+        for row, row_id in zip(rows, self.row_ids[positions].tolist(), strict=True):
+            row["_rowid"] = row_id
+        return rows
 
     def vector_of(self, row_id: int) -> np.ndarray | None:
         at = int(np.searchsorted(self.sorted_ids, row_id))

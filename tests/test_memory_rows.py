@@ -1,0 +1,111 @@
+"""Searches ranked from the columns held in memory with the vectors; the text read after.
+
+Real model, real LanceDB: the sample workspace once its in-memory copy has loaded.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from rag_lsp.store.lance_store import ROW_COLUMNS, ChunkStore
+from rag_lsp.store.vector_cache import VectorMatrix
+from rag_lsp.workspace import Workspace
+
+QUERIES = ("follow redirects", "how are passwords hashed and checked", "LRUCache",
+           "least recently used eviction", "setup and install")
+
+
+def loaded_store(workspace: Workspace) -> ChunkStore:
+    workspace.search("warm up")  # opens the store and starts loading its memory copy
+    store = workspace._index.store()  # noqa: SLF001 (what a search reads)
+    deadline = time.monotonic() + 60
+    while (matrix := store.vectors_in_memory()) is None or matrix.columns is None:
+        assert time.monotonic() < deadline, "the ranking columns never loaded into memory"
+        time.sleep(0.02)
+    assert matrix.columns.column_names == ROW_COLUMNS
+    return store
+
+
+class RowsRead:
+    """Counts the rows a store reads back from LanceDB by row id."""
+
+    def __init__(self, store: ChunkStore, monkeypatch: pytest.MonkeyPatch):
+        self.rows = 0
+        take = store._chunks.take_row_ids  # noqa: SLF001
+
+        def counting(row_ids):
+            self.rows += len(row_ids)
+            return take(row_ids)
+
+        monkeypatch.setattr(store._chunks, "take_row_ids", counting)  # noqa: SLF001
+
+
+def test_results_are_the_same_as_from_rows_read_back(workspace, monkeypatch):
+    store = loaded_store(workspace)
+    read = RowsRead(store, monkeypatch)
+    from_memory = [workspace.search(q).results for q in QUERIES]
+    chunks = [workspace.find_chunks(q, limit=8) for q in QUERIES]
+    rows_from_memory = read.rows
+    assert any(from_memory) and all(r.snippet for found in from_memory for r in found)
+    assert all(h.text for found in chunks for h in found)
+
+    monkeypatch.setattr(VectorMatrix, "rows_at", lambda self, positions: None)
+    read.rows = 0
+    assert [workspace.search(q).results for q in QUERIES] == from_memory
+    assert [workspace.find_chunks(q, limit=8) for q in QUERIES] == chunks
+    # Only the returned chunks' text is read, not every retriever's ~70 rows.
+    assert rows_from_memory < read.rows / 2
+
+
+def test_text_is_found_by_chunk_id_once_row_ids_have_moved(workspace):
+    store = loaded_store(workspace)
+    query = workspace.embedder.embed_query("follow redirects")
+    rows = store.vector_search(query, 6)
+    assert rows and all("text" not in row for row in rows)
+    expected = {row["id"]: row["text"]
+                for row in store.chunk_rows("true", ["id", "text"])}
+    # A compaction gives rows new row ids: here the ids of other rows, and one that is gone.
+    rows[0]["_rowid"], rows[1]["_rowid"] = rows[1]["_rowid"], rows[0]["_rowid"]
+    rows[2]["_rowid"] = 10**12
+    gone = {**rows[3], "id": "deleted-meanwhile"}
+    store.fill_text([*rows, gone])
+    assert all(row["text"] == expected[row["id"]] for row in rows)
+    assert gone["text"] == ""
+
+
+def test_a_reexport_file_is_ranked_on_its_text(tmp_path, embedder, monkeypatch):
+    """The re-export prior reads a chunk's text: rows from memory get theirs before ranking
+    (without it, ``pkg/__init__.py`` came first for "pkg retry jitter")."""
+    root = tmp_path / "repo"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "__init__.py").write_text(
+        "from pkg.retry import RetryPolicy, backoff_delay\n"
+        "from pkg.jitter import full_jitter\n", "utf-8")
+    (root / "pkg" / "retry.py").write_text(
+        "class RetryPolicy:\n    '''How often and how long to retry a failed request.'''\n\n"
+        "    def __init__(self, attempts: int = 3):\n        self.attempts = attempts\n\n\n"
+        "def backoff_delay(attempt: int) -> float:\n"
+        "    '''Exponential backoff delay before retrying.'''\n    return 2.0 ** attempt\n",
+        "utf-8")
+    (root / "pkg" / "jitter.py").write_text(
+        "def full_jitter(delay: float) -> float:\n    '''Random jitter up to delay.'''\n"
+        "    import random\n    return random.uniform(0, delay)\n", "utf-8")
+    # A name defined outside the workspace enters it here (any file may re-export in TS).
+    (root / "web").mkdir()
+    (root / "web" / "limits.ts").write_text(
+        'export { TokenBucket } from "bucket-lib";\n'
+        "export const DEFAULT_RATE = 10;\n", "utf-8")
+    from rag_lsp.config import Settings
+
+    ws = Workspace.open(root, Settings.from_dict({}), embedder=embedder)
+    ws.index()
+    loaded_store(ws)
+    queries = ("pkg retry jitter", "TokenBucket", "retry policy backoff delay", "RetryPolicy")
+    from_memory = [ws.search(q).results for q in queries]
+    assert [r.path for r in from_memory[0]] == ["pkg/retry.py", "pkg/jitter.py",
+                                                "pkg/__init__.py"]
+    assert from_memory[1][0].path == "web/limits.ts"
+    monkeypatch.setattr(VectorMatrix, "rows_at", lambda self, positions: None)
+    assert [ws.search(q).results for q in queries] == from_memory
