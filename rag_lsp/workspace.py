@@ -265,6 +265,15 @@ class Workspace:
         finally:
             self._writer.release()
 
+    def warm_up(self) -> None:
+        """Load what a first search would wait for: the query session, and (in the
+        background) the index's in-memory copy. Until that copy is in, searches ask LanceDB,
+        ~90 ms each at 12k chunks against ~15."""
+        if self.embedder is not None:
+            self.embedder.warm_up()
+        if self.has_index():
+            self._read(lambda store: store.vectors_in_memory())
+
     def close(self) -> None:
         """Stop waiting to write (a write under way finishes its batch); the object stays
         usable for reads."""

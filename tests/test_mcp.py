@@ -231,3 +231,28 @@ def test_it_exits_when_the_client_goes_away_mid_index(tmp_path):
         answers[2]["result"]["content"][0]["text"])
     server.stdin.close()
     assert server.wait(timeout=10) == 0
+
+
+def test_the_keeper_warms_up_after_its_first_index(sample_root, tmp_path):
+    """An agent's first search does not wait for the query session or the in-memory copy:
+    the keeper loads both once its first run ends."""
+    from rag_lsp.agents.keeper import READY, WorkspaceKeeper
+    from rag_lsp.config import Settings
+
+    keeper = WorkspaceKeeper(sample_root, Settings.from_dict({"indexPath": str(tmp_path / "ix")}),
+                             watch=False)
+    keeper.start()
+    try:
+        deadline = time.monotonic() + 120
+        while keeper.status().phase != READY:  # the store exists once the first run wrote it
+            assert time.monotonic() < deadline, f"not ready: {keeper.status()}"
+            time.sleep(0.05)
+        ws = keeper.workspace()
+        store = ws._index.store()  # noqa: SLF001
+        # Asking vectors_in_memory() would start the load itself: look, do not ask.
+        while store._vectors._matrix is None:  # noqa: SLF001
+            assert time.monotonic() < deadline, "the in-memory copy did not load"
+            time.sleep(0.05)
+        assert ws.embedder._query_session is not None  # noqa: SLF001
+    finally:
+        keeper.close()

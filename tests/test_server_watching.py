@@ -153,3 +153,23 @@ async def test_the_server_keeps_what_it_holds_out_of_full_collections(folders, e
                         {"indexPath": str(folders["store"])})
         await lsp.wait_for_state("ready")
     assert lsp.froze_objects > 0
+
+
+async def test_a_ready_folder_is_warmed_up_for_its_first_search(folders, embedder,
+                                                                 monkeypatch):
+    """Once a run leaves a folder ready, the query session exists and the index's in-memory
+    copy loads without any search: a first search does not pay ~230 ms for them."""
+    monkeypatch.setattr(embedder, "_query_session", None)  # as in a server just started
+    async with InProcessServer(embedder=embedder, answer_requests=True) as lsp:
+        await lsp.start([folders["frontend"]], capabilities_of("neovim@v0.7.0"),
+                        {"indexPath": str(folders["store"])})
+        await lsp.wait_for_state("ready")
+        (folder,) = lsp.server.folders.values()
+        assert folder.workspace.embedder is embedder  # the test's model, not a second copy
+        store = folder.workspace._index.store()  # noqa: SLF001
+
+        async def loaded() -> bool:  # asking vectors_in_memory() would start the load itself
+            return store._vectors._matrix is not None  # noqa: SLF001
+
+        await wait_until(loaded, what="the in-memory copy loaded without a search")
+        assert embedder._query_session is not None  # noqa: SLF001

@@ -167,6 +167,10 @@ class WorkspaceKeeper:
             self._watcher = FolderWatcher(self.root, self._on_paths)
             self._watcher.start()  # before the run: changes made during it are not missed
         self._index()
+        try:  # an agent's first search should not wait for the query session or memory copy
+            ws.warm_up()
+        except RagLspError as exc:  # the search reports it, with its fix
+            log.debug("%s: warm-up: %s", self.root, exc)
         freeze_long_lived_objects()  # the model, the index, every import: here to stay
         self._follow_changes()
 

@@ -222,17 +222,26 @@ class OnnxEmbedder:
             if known is not None:
                 self._query_vectors.move_to_end(text)
                 return known
-        with self._query_session_lock:
-            if self._query_session is None:
-                self._query_session = self._new_session(self.threads, spinning=False)
         ids = self._tokenizer.encode_batch([text])[0].ids
-        vector = self._run([ids], session=self._query_session)[0]
+        vector = self._run([ids], session=self._query_session_ready())[0]
         vector.setflags(write=False)  # shared by every search of this text
         with self._query_vectors_lock:
             self._query_vectors[text] = vector
             while len(self._query_vectors) > QUERY_CACHE_SIZE:
                 self._query_vectors.popitem(last=False)
         return vector
+
+    def _query_session_ready(self) -> ort.InferenceSession:
+        with self._query_session_lock:
+            if self._query_session is None:
+                self._query_session = self._new_session(self.threads, spinning=False)
+            return self._query_session
+
+    def warm_up(self) -> None:
+        """Create the query session and run it once (~150 ms on two cores), so that a first
+        search does not pay for it."""
+        self._run([self._tokenizer.encode_batch(["warm up"])[0].ids],
+                  session=self._query_session_ready())
 
     def interrupt_background(self) -> None:
         """Stop the background batches running now (they are retried): a search has come in,
