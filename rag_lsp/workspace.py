@@ -296,6 +296,7 @@ class Workspace:
             rechunk=rechunk,
             shared_cache=self._shared_cache(),
             draft=None if beside else self._draft,
+            pause=self.priority.wait_turn,
         )
 
     def _shared_cache(self) -> EmbeddingCache | None:

@@ -54,6 +54,10 @@ OPTIMIZE_EVERY_BATCHES = 4
 DRAFT_MIN_FILES = 20
 
 
+# Chunks whose columns are derived between two pauses for searches (see Indexer ``pause``).
+PAUSE_EVERY_CHUNKS = 8
+
+
 # Skip reason for code whose lines average over 400 characters (a bundle, one-line data).
 MINIFIED = "minified"
 
@@ -143,8 +147,14 @@ class Indexer:
         rechunk: bool = False,
         shared_cache: EmbeddingCache | None = None,
         draft: DraftIndex | None = None,
+        pause: Callable[[], None] = lambda: None,
     ):
+        """``pause()`` is called between files and every few chunks of the Python work a run
+        does (reading, chunking, deriving terms): it waits while searches run, so that on a
+        small machine the run does not hold the interpreter a search needs (the model's
+        batches are interrupted separately, see ``embed``)."""
         self.root = root
+        self._pause = pause
         # Re-chunk every file even if unchanged (the chunk settings changed).
         self.rechunk = rechunk
         self.settings = settings
@@ -256,6 +266,7 @@ class Indexer:
         notify(IndexProgress("draft", files_total=len(new),
                              message=f"making {len(new):,} new files searchable by their words"))
         for scanned in new:
+            self._pause()
             content, language = self._read(scanned)
             if not isinstance(content, FileContent):
                 continue  # the run skips it too, and says why
@@ -273,6 +284,7 @@ class Indexer:
             if scanned.path not in to_check:
                 report.files_unchanged += 1
             else:
+                self._pause()
                 item = self._prepare(scanned, known.get(scanned.path), report, unchanged)
                 if item is None:  # skipped, or the same bytes: nothing more to do
                     meter.credit(_weight(scanned))
@@ -361,6 +373,8 @@ class Indexer:
         for item in pending:
             ids = _ChunkIds(item.record.path)
             for chunk in item.chunks:
+                if position % PAUSE_EVERY_CHUNKS == 0:
+                    self._pause()
                 content_hash = hashes[position]
                 position += 1
                 known = stored.get(content_hash)

@@ -78,8 +78,9 @@ def register(server: ServerState) -> None:
                 + ls.degraded_message())
         sources = [Source(f.workspace, f.workspace.knowledge) for f in folders]
         try:
-            result = await asyncio.get_running_loop().run_in_executor(
-                ls.search_pool, build_context, sources, request, counter)
+            with ls.priority.searching():  # as rag/search: indexing pauses meanwhile
+                result = await asyncio.get_running_loop().run_in_executor(
+                    ls.search_pool, build_context, sources, request, counter)
         except BadContextRequest as exc:
             raise bad_input(f"invalid params for {RAG_INJECT_CONTEXT}: {exc}") from exc
         return {

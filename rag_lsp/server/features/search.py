@@ -131,7 +131,11 @@ def register(server: ServerState) -> None:
     async def rag_search(ls: ServerState, params: Any) -> dict:
         args = parse_params(RAG_SEARCH, params)
         ls.require_enabled()
-        return await search(ls, args)
+        # Indexing pauses from here, not only while the engine searches: its Python work
+        # would otherwise hold the interpreter each hand-over between the server's threads
+        # waits for.
+        with ls.priority.searching():
+            return await search(ls, args)
 
     @rag_request(server, RAG_STATUS)
     async def rag_status(ls: ServerState, params: Any) -> dict:

@@ -1,0 +1,92 @@
+"""Searches before indexing: while a search runs, an indexing run neither embeds nor does its
+Python work (reading, chunking, deriving terms), which would hold the interpreter the search
+needs. Real model, real LanceDB."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from rag_lsp.config import Settings
+from rag_lsp.indexing.indexer import Indexer
+from rag_lsp.server.methods import RAG_SEARCH
+from rag_lsp.workspace import Workspace
+from tests.conftest import write_files
+from tests.inprocess_lsp import InProcessServer, capabilities_of
+
+HOLD_SECONDS = 0.6  # below priority.MAX_WAIT_SECONDS, after which indexing goes on anyway
+
+
+def _many_files(count: int) -> dict[str, str]:
+    return {f"pkg/module_{n}.py": f"def handler_{n}(request):\n"
+                                  f"    \"\"\"Handle request kind {n}.\"\"\"\n"
+                                  f"    return request.get({n})\n" for n in range(count)}
+
+
+def test_a_run_does_not_chunk_files_while_a_search_runs(tmp_path, embedder, monkeypatch):
+    root = tmp_path / "repo"
+    write_files(root, _many_files(30))
+    ws = Workspace.open(root, Settings.from_dict({"indexPath": str(tmp_path / "ix")}),
+                        embedder=embedder)
+    prepared: list[float] = []
+    original = Indexer._prepare
+
+    def timed_prepare(self, *args, **kwargs):
+        prepared.append(time.monotonic())
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Indexer, "_prepare", timed_prepare)
+    reports = []
+    run = threading.Thread(target=lambda: reports.append(ws.index()))
+    with ws.priority.searching():
+        run.start()
+        time.sleep(HOLD_SECONDS)
+        released = time.monotonic()
+    run.join(timeout=120)
+    assert not run.is_alive()
+    assert len(prepared) == 30
+    assert min(prepared) >= released  # not one file was read and chunked during the search
+    assert reports[0].files_indexed == 30
+
+
+def test_a_run_pauses_between_chunks_of_a_batch(tmp_path, embedder):
+    """The columns derived per chunk (terms, defined names, full-text text) are a few ms
+    each: a run checks for searches every few chunks, not once per write batch."""
+    root = tmp_path / "repo"
+    write_files(root, _many_files(30))
+    ws = Workspace.open(root, Settings.from_dict({"indexPath": str(tmp_path / "ix")}),
+                        embedder=embedder)
+    pauses = 0
+
+    def count() -> None:
+        nonlocal pauses
+        pauses += 1
+
+    ws.priority.wait_turn = count  # what the workspace hands its indexer
+    report = ws.index()
+    # one pause per file before it is chunked (30), at least one per few chunks written
+    assert report.chunks_written >= 30
+    assert pauses >= 30 + report.chunks_written // 8
+
+
+async def test_the_server_marks_a_search_before_the_engine_runs_it(tmp_path, embedder):
+    """rag/search holds indexing back from the moment the request is handled, so the hand-overs
+    between the server's threads do not wait for an indexing run's Python work."""
+    root = tmp_path / "repo"
+    write_files(root, _many_files(3))
+    async with InProcessServer(embedder=embedder, answer_requests=True) as lsp:
+        await lsp.start(root, capabilities_of("visual-studio-code"),
+                        {"indexPath": str(tmp_path / "ix")})
+        await lsp.wait_for_state("ready")
+        (folder,) = lsp.server.folders.values()
+        seen: list[int] = []
+        engine_search = folder.workspace.search
+
+        def search(*args, **kwargs):
+            seen.append(lsp.server.priority._active)  # noqa: SLF001
+            return engine_search(*args, **kwargs)
+
+        folder.workspace.search = search
+        await lsp.result(RAG_SEARCH, {"query": "handle request kind 2"})
+        assert seen == [1]
+        assert lsp.server.priority._active == 0  # noqa: SLF001
