@@ -29,6 +29,12 @@ from rag_lsp.store.manifest import REBUILD_HINT
 from rag_lsp.store.private import private_dir
 from rag_lsp.store.sql import in_list
 from rag_lsp.store.vector_cache import VectorCache, VectorMatrix
+from rag_lsp.store.vector_index import (
+    MATRIX_MAX_ROWS,
+    approximate,
+    build_vector_index,
+    has_vector_index,
+)
 from rag_lsp.terms import query_terms
 
 log = logging.getLogger(__name__)
@@ -183,6 +189,8 @@ class ChunkStore:
                 )
             self._fts_ready = self._has_fts_index()
             self._vectors = VectorCache(self._load_vectors)
+            # (table version, rows above MATRIX_MAX_ROWS, has an ANN index): see _ann
+            self._size: tuple[int, bool, bool] | None = None
             self._folder = _identity(self._chunks_dir())
         except (OSError, ValueError, RuntimeError) as exc:
             raise IndexCorruptError(
@@ -271,12 +279,30 @@ class ChunkStore:
                                          row_columns=ROW_COLUMNS if len(columns) > 1 else ())
 
     def vectors_in_memory(self) -> VectorMatrix | None:
+        """The vectors of the current version in memory, or ``None``: not loaded yet (a
+        reload starts), or a large index, whose ANN index answers (see
+        :mod:`rag_lsp.store.vector_index`)."""
         if self.moved():  # the matrix's row ids belong to the tables swapped out
             return None
         try:
-            return self._vectors.current(self._chunks.version)
+            version = self._chunks.version
+            large, indexed = self._ann(version)
+            if large and indexed:
+                self._vectors.drop()  # its memory goes back; LanceDB answers from now on
+                return None
+            return self._vectors.current(version)
         except (OSError, RuntimeError):
             return None
+
+    def _ann(self, version: int) -> tuple[bool, bool]:
+        """Whether the table (at ``version``) has more than MATRIX_MAX_ROWS rows, and whether
+        it has an ANN index; asked of LanceDB once per version."""
+        known = self._size
+        if known is None or known[0] != version:
+            known = (version, self._chunks.count_rows() > MATRIX_MAX_ROWS,
+                     has_vector_index(self._chunks))
+            self._size = known
+        return known[1], known[2]
 
     @_reports_damage
     def vector_search(
@@ -303,6 +329,8 @@ class ChunkStore:
                 return rows
         query = (self._chunks.search(vector, vector_column_name="vector").metric("cosine")
                  .select([*RESULT_COLUMNS, "_distance"]))
+        if self._ann(self._chunks.version)[1]:  # LanceDB uses the index whenever there is one
+            query = approximate(query)
         if where:
             query = query.where(where, prefilter=True)
         rows = query.limit(limit).to_list()
@@ -514,7 +542,11 @@ class ChunkStore:
     @_reports_damage
     @_recorded
     def optimize(self) -> None:
-        """Compact files, fold new rows into indexes and drop old versions (after bursts)."""
+        """Compact files, fold new rows into indexes and drop old versions (after bursts);
+        past MATRIX_MAX_ROWS chunks, build the ANN index first if there is none."""
         with self._write_lock:
+            large, indexed = self._ann(self._chunks.version)
+            if large and not indexed:
+                build_vector_index(self._chunks)
             for table in (self._chunks, self._files):
                 table.optimize(cleanup_older_than=_KEEP_OLD_VERSIONS)

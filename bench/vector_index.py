@@ -1,0 +1,134 @@
+"""The ANN index that answers past 50,000 chunks, against exact search, on a real index.
+
+Copies an index's chunks table (``--index``: a folder with ``chunks.lance``, e.g. the one
+``server_latency.py --files 4250`` builds), reads every vector into memory for exact search
+(the in-memory matrix's way), builds the ANN index exactly as the store does
+(``rag_lsp.store.vector_index``) and, for ``--queries`` queries of the generator's
+vocabulary embedded by the real model, compares the ``limit`` nearest chunks LanceDB returns
+with the exact ones: recall@10 (the first ten) and recall@70 (the candidates a search ranks),
+latency, and that the cosines returned are the exact ones. ``--sweep`` also tries other
+``nprobes`` / ``refine_factor`` values.
+
+    .venv/bin/python bench/vector_index.py --index /tmp/bench/lat100k/index/ws-*
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import lancedb
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from server_latency import emit, log, make_queries  # noqa: E402
+
+from rag_lsp.blas_threads import use_one_blas_thread  # noqa: E402
+from rag_lsp.embedding.embedder import OnnxEmbedder  # noqa: E402
+from rag_lsp.search.pipeline import MIN_CANDIDATES  # noqa: E402
+from rag_lsp.store import vector_index  # noqa: E402
+
+
+def exact_top(matrix: np.ndarray, row_ids: np.ndarray, query: np.ndarray,
+              limit: int) -> list[int]:
+    scores = matrix @ query
+    top = np.argpartition(-scores, limit)[:limit]
+    return row_ids[top[np.argsort(-scores[top])]].tolist()
+
+
+def measure(table, matrix: np.ndarray, row_ids: np.ndarray, queries: np.ndarray,
+            nprobes: int, refine: int | None) -> dict:
+    latencies, recall10, recall70, worst_cosine = [], [], [], 0.0
+    position = {int(r): i for i, r in enumerate(row_ids)}
+    for query in queries:
+        started = time.perf_counter()
+        builder = (table.search(query, vector_column_name="vector").metric("cosine")
+                   .nprobes(nprobes).select(["id", "_distance"]).with_row_id(True)
+                   .limit(MIN_CANDIDATES))
+        if refine:
+            builder = builder.refine_factor(refine)
+        found = builder.to_arrow()
+        latencies.append((time.perf_counter() - started) * 1000)
+        got = found.column("_rowid").to_pylist()
+        exact = exact_top(matrix, row_ids, query, MIN_CANDIDATES)
+        recall10.append(len(set(got[:10]) & set(exact[:10])) / 10)
+        recall70.append(len(set(got) & set(exact)) / MIN_CANDIDATES)
+        cosines = 1.0 - found.column("_distance").to_numpy()
+        true = matrix[[position[r] for r in got]] @ query
+        worst_cosine = max(worst_cosine, float(np.abs(cosines - true).max()))
+    warm = latencies[5:]
+    return {"nprobes": nprobes, "refine_factor": refine,
+            "recall_at_10": round(float(np.mean(recall10)), 4),
+            "recall_at_70": round(float(np.mean(recall70)), 4),
+            "p50_ms": round(float(np.percentile(warm, 50)), 1),
+            "p95_ms": round(float(np.percentile(warm, 95)), 1),
+            "max_cosine_error": round(worst_cosine, 6)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--index", type=Path, required=True, help="an index folder")
+    parser.add_argument("--workdir", type=Path, default=Path("/tmp/bench/vector-index"),
+                        help="where the table is copied (default: %(default)s)")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--sweep", action="store_true", help="other nprobes/refine values")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead")
+    parser.add_argument("--out", type=Path,
+                        default=Path(__file__).resolve().parent / "results" / "vector_index.json")
+    args = parser.parse_args()
+    use_one_blas_thread()  # as a searching process does
+    copy = args.workdir / "index"
+    shutil.rmtree(copy, ignore_errors=True)
+    log(f"copying {args.index / 'chunks.lance'}")
+    shutil.copytree(args.index / "chunks.lance", copy / "chunks.lance")
+    table = lancedb.connect(str(copy)).open_table("chunks")
+    rows = table.count_rows()
+    data = table.search().select(["vector"]).with_row_id(True).limit(None).to_arrow()
+    matrix = data.column("vector").combine_chunks().flatten().to_numpy().reshape(rows, -1)
+    row_ids = data.column("_rowid").to_numpy()
+    embedder = OnnxEmbedder.load()
+    queries = np.stack([embedder.embed_query(q)
+                        for q in make_queries(args.queries, int(time.time()))])
+    log(f"{rows} chunks; building the ANN index as the store does")
+    started = time.perf_counter()
+    vector_index.build_vector_index(table)
+    build_seconds = time.perf_counter() - started
+    settings = [(vector_index.NPROBES, vector_index.REFINE_FACTOR)]
+    if args.sweep:
+        settings += [(n, r) for n in (5, 10, 20, 40) for r in (None, 2, 5)
+                     if (n, r) != settings[0]]
+    runs = []
+    for nprobes, refine in settings:
+        log(f"nprobes {nprobes}, refine_factor {refine}")
+        runs.append(measure(table, matrix, row_ids, queries, nprobes, refine))
+    exact_ms = []
+    for query in queries:
+        started = time.perf_counter()
+        exact_top(matrix, row_ids, query, MIN_CANDIDATES)
+        exact_ms.append((time.perf_counter() - started) * 1000)
+    result = {"chunks": rows, "queries": len(queries), "build_seconds": round(build_seconds, 1),
+              "exact_matrix_p50_ms": round(float(np.percentile(exact_ms, 50)), 1),
+              "exact_matrix_p95_ms": round(float(np.percentile(exact_ms, 95)), 1),
+              "runs": runs}
+
+    def table_out(r: dict) -> None:
+        print(f"{r['chunks']} chunks, {r['queries']} queries; index built in "
+              f"{r['build_seconds']} s; exact search in memory p50 {r['exact_matrix_p50_ms']}"
+              f" / p95 {r['exact_matrix_p95_ms']} ms")
+        print(f"{'nprobes':>8}{'refine':>8}{'recall@10':>11}{'recall@70':>11}{'p50 ms':>8}"
+              f"{'p95 ms':>8}{'max |cos err|':>15}")
+        for run in r["runs"]:
+            print(f"{run['nprobes']:>8}{run['refine_factor'] or '-':>8}"
+                  f"{run['recall_at_10']:>11}{run['recall_at_70']:>11}{run['p50_ms']:>8}"
+                  f"{run['p95_ms']:>8}{run['max_cosine_error']:>15}")
+
+    emit(result, args, table_out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

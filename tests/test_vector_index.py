@@ -1,0 +1,99 @@
+"""Past a size, nearest chunks come from an ANN index in LanceDB, not from a matrix in memory.
+
+Real LanceDB; the threshold is lowered so that a few thousand rows make a "large" index.
+Vectors are clustered (as real embeddings are) and unit length.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from rag_lsp.store import lance_store
+from rag_lsp.store.lance_store import ChunkStore, FileRecord
+from rag_lsp.store.vector_index import has_vector_index
+
+DIM = 384
+ROWS = 2_000
+
+
+def clustered(rng: np.random.Generator, rows: int, centres: int = 40) -> np.ndarray:
+    middle = rng.standard_normal((centres, DIM)).astype(np.float32)
+    v = middle[rng.integers(0, centres, rows)] + 0.3 * rng.standard_normal(
+        (rows, DIM)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def rows_for(path: str, vectors: np.ndarray, first: int = 0) -> list[dict]:
+    return [{"id": f"{path}#{first + n}", "path": path, "start_line": first + n + 1,
+             "end_line": first + n + 1, "language": "python", "kind": "function",
+             "symbol": f"f{first + n}", "text": f"def f{first + n}(): pass",
+             "search_text": f"f{first + n}", "defines": f"f{first + n}", "terms": "pass",
+             "content_hash": f"{first + n:064x}", "vector": vector}
+            for n, vector in enumerate(vectors)]
+
+
+@pytest.fixture
+def large_store(tmp_path, monkeypatch):
+    monkeypatch.setattr(lance_store, "MATRIX_MAX_ROWS", ROWS // 2)
+    rng = np.random.default_rng(7)
+    vectors = clustered(rng, ROWS)
+    store = ChunkStore(tmp_path / "ix", DIM, create=True)
+    per_file = 100
+    for start in range(0, ROWS, per_file):
+        path = f"pkg/m{start // per_file}.py"
+        store.replace_files([FileRecord(path, 1, 1, "0" * 64, per_file)],
+                            rows_for(path, vectors[start:start + per_file], start))
+    return store, vectors, rng
+
+
+def exact_ids(vectors: np.ndarray, query: np.ndarray, limit: int) -> list[str]:
+    order = np.argsort(-(vectors @ query))[:limit]
+    return [f"pkg/m{i // 100}.py#{i}" for i in order]
+
+
+def test_past_the_size_optimize_builds_the_index_and_searches_use_it(large_store):
+    store, vectors, rng = large_store
+    assert not has_vector_index(store._chunks)  # noqa: SLF001
+    store.optimize()
+    assert has_vector_index(store._chunks)  # noqa: SLF001
+    assert store.vectors_in_memory() is None  # no matrix is loaded for a large index
+    recalls = []
+    by_id = {f"pkg/m{i // 100}.py#{i}": i for i in range(ROWS)}
+    for _ in range(20):
+        query = vectors[rng.integers(0, ROWS)] + 0.3 * rng.standard_normal(DIM)
+        query = (query / np.linalg.norm(query)).astype(np.float32)
+        found = store.vector_search(query, 10)
+        for row in found:  # the index only picks candidates: cosines are exact
+            assert row["cosine"] == pytest.approx(float(vectors[by_id[row["id"]]] @ query),
+                                                  abs=1e-5)
+        assert [r["cosine"] for r in found] == sorted((r["cosine"] for r in found),
+                                                      reverse=True)
+        recalls.append(len({r["id"] for r in found} & set(exact_ids(vectors, query, 10))) / 10)
+    assert np.mean(recalls) >= 0.95
+
+
+def test_rows_written_after_the_index_are_found_before_optimize(large_store):
+    store, vectors, rng = large_store
+    store.optimize()
+    target = clustered(rng, 1)
+    store.replace_files([FileRecord("pkg/new.py", 1, 1, "1" * 64, 1)],
+                        rows_for("pkg/new.py", target, ROWS))
+    found = store.vector_search(target[0], 5)
+    assert found[0]["id"] == f"pkg/new.py#{ROWS}"
+    assert found[0]["cosine"] == pytest.approx(1.0, abs=1e-5)
+
+
+def test_below_the_size_the_matrix_answers_again(large_store, monkeypatch):
+    store, vectors, rng = large_store
+    store.optimize()
+    assert store.vectors_in_memory() is None
+    monkeypatch.setattr(lance_store, "MATRIX_MAX_ROWS", ROWS * 2)
+    store.replace_files([FileRecord("pkg/m0.py", 1, 2, "2" * 64, 0)], [])  # a new version
+    deadline = time.monotonic() + 30
+    while (matrix := store.vectors_in_memory()) is None:  # loads in the background
+        assert time.monotonic() < deadline, "the matrix did not load"
+        time.sleep(0.05)
+    assert len(matrix.row_ids) == ROWS - 100
