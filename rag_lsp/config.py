@@ -18,8 +18,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from jsonschema import Draft202012Validator
-
 from rag_lsp.errors import ConfigError
 from rag_lsp.schema_messages import TYPE_WORDS, describe_rule, show_value
 
@@ -160,6 +158,8 @@ def _check(raw: Mapping[str, Any], source_of: Mapping[str, str], source: str) ->
             problems.append(_unknown_key_message(key, source_of.get(key, source)))
             bad.add(key)
     known = {k: v for k, v in raw.items() if k in props}
+    from jsonschema import Draft202012Validator  # ~50 ms: not before a server's first answer
+
     validator = Draft202012Validator(load_schema())
     errors = sorted(validator.iter_errors(known), key=lambda e: [str(p) for p in e.absolute_path])
     for error in errors:

@@ -45,10 +45,12 @@ def test_small_server_modules():
 
 def test_the_server_answers_initialize_before_loading_the_engine():
     """LanceDB, pyarrow, numpy and onnxruntime take seconds to import: they load with the
-    model and the first folder, after `initialize` is answered, never with the server."""
-    probe = ("import sys, rag_lsp.server.main; "
+    model and the first folder, after `initialize` is answered, never with the server. Nor do
+    jsonschema (settings and params are checked later) and rich (the CLI's console), ~90 ms
+    together."""
+    probe = ("import sys, rag_lsp.cli.main, rag_lsp.server.main; "
              "print(sorted(m for m in ('lancedb', 'pyarrow', 'numpy', 'onnxruntime', "
-             "'tokenizers') if m in sys.modules))")
+             "'tokenizers', 'jsonschema', 'rich') if m in sys.modules))")
     loaded = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True,
                             text=True, check=True).stdout.strip()
     assert loaded == "[]"

@@ -5,14 +5,33 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Iterator
-
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
 from rag_lsp.indexing.progress import IndexProgress
 
-# soft_wrap: never break an error message mid-line (users grep and paste them).
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+@cache
+def stderr_console() -> Console:
+    """The console on stderr, made on first use: rich takes ~40 ms to import, which
+    `rag-lsp serve` (and so its answer to `initialize`) need not pay."""
+    from rich.console import Console
+
+    # soft_wrap: never break an error message mid-line (users grep and paste them).
+    return Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+class _StderrConsole:
+    """``err.print(...)`` and the rest, on :func:`stderr_console`."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(stderr_console(), name)
+
+
+err = _StderrConsole()
 
 
 @contextlib.contextmanager
@@ -33,15 +52,24 @@ class IndexProgressBar:
     its files need, see :meth:`IndexProgress.percentage`), then what it has done so far."""
 
     def __init__(self, enabled: bool = True):
+        from rich.progress import (
+            BarColumn,
+            Progress,
+            TaskProgressColumn,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
+        console = stderr_console()
         self._progress = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
             TaskProgressColumn(),
             TextColumn("{task.fields[detail]}"),
             TimeElapsedColumn(),
-            console=err,
+            console=console,
             transient=True,
-            disable=not enabled or not err.is_terminal,
+            disable=not enabled or not console.is_terminal,
         )
         self._task = self._progress.add_task("scanning", total=None, detail="")
         self._waited = False

@@ -10,13 +10,15 @@ from __future__ import annotations
 import json
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jsonschema import Draft202012Validator
 from pygls.exceptions import JsonRpcInvalidParams
-from referencing import Registry, Resource
 
 from rag_lsp.schema_messages import schema_problems
+
+if TYPE_CHECKING:  # ~50 ms of imports: loaded by the first request, after `initialize`
+    from jsonschema import Draft202012Validator
+    from referencing import Registry
 
 PROTOCOL_DIR = Path(__file__).resolve().parents[2] / "schemas" / "protocol"
 
@@ -31,12 +33,16 @@ def protocol_schemas() -> dict[str, dict[str, Any]]:
 
 @cache
 def _registry() -> Registry:
+    from referencing import Registry, Resource
+
     resources = [(doc["$id"], Resource.from_contents(doc)) for doc in protocol_schemas().values()]
     return Registry().with_resources(resources)
 
 
 @cache
 def _validator(method: str, part: str) -> Draft202012Validator:
+    from jsonschema import Draft202012Validator
+
     document = protocol_schemas()[method]
     return Draft202012Validator(
         {"$ref": f"{document['$id']}#/$defs/{part}"}, registry=_registry()
