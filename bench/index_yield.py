@@ -48,7 +48,15 @@ def one_run(ws: Workspace, paths: list[Path], args: argparse.Namespace, rng: ran
         Indexer.__init__ = without_pauses
     done = threading.Event()
     started = time.perf_counter()
-    worker = threading.Thread(target=lambda: (ws.index(), done.set()))
+
+    def index() -> None:
+        try:
+            ws.index()
+        finally:  # a failed run ends the probing too (and the error shows)
+            done.set()
+            Indexer.__init__ = ORIGINAL_INIT
+
+    worker = threading.Thread(target=index)
     worker.start()
     searches, late = [], []
     probe = False
@@ -66,7 +74,6 @@ def one_run(ws: Workspace, paths: list[Path], args: argparse.Namespace, rng: ran
                     late.append((time.perf_counter() - t0 - SLEEP) * 1000)
         time.sleep(args.period)
     worker.join()
-    Indexer.__init__ = ORIGINAL_INIT
     return {"seconds": time.perf_counter() - started, "search_ms": searches, "late_ms": late}
 
 

@@ -108,10 +108,10 @@ class Session:
         self.client.feature(types.CLIENT_REGISTER_CAPABILITY)(lambda params: None)
 
     async def start(self) -> dict:
-        # -P: without it `-m` puts the current folder first on the import path, and a
-        # server started from this checkout ran its code even with PYTHONPATH pointing at
-        # another checkout to compare (as it did until 2026-11-25).
-        await self.client.start_io(sys.executable, "-P", "-m", "rag_lsp", "serve")
+        # From the workspace's folder: `-m` puts the current folder first on the import
+        # path, and a server started from this checkout ran its code even with PYTHONPATH
+        # pointing at another checkout to compare (as it did until 2026-11-25).
+        await self.client.start_io(sys.executable, "-m", "rag_lsp", "serve", cwd=self.root)
         await self.client.initialize_session(types.InitializeParams(
             capabilities=pytest_lsp.client_capabilities(self.caps), root_uri=self.root.as_uri(),
             workspace_folders=[types.WorkspaceFolder(uri=self.root.as_uri(), name="ws")],

@@ -2,12 +2,15 @@
 
 Copies an index's chunks table (``--index``: a folder with ``chunks.lance``, e.g. the one
 ``server_latency.py --files 4250`` builds), reads every vector into memory for exact search
-(the in-memory matrix's way), builds the ANN index exactly as the store does
-(``rag_lsp.store.vector_index``) and, for ``--queries`` queries of the generator's
-vocabulary embedded by the real model, compares the ``limit`` nearest chunks LanceDB returns
-with the exact ones: recall@10 (the first ten) and recall@70 (the candidates a search ranks),
-latency, and that the cosines returned are the exact ones. ``--sweep`` also tries other
-``nprobes`` / ``refine_factor`` values.
+(the in-memory matrix's way), builds the ANN index as the store does
+(``rag_lsp.store.vector_index``; trained on every row, where a store trains on the rows it
+has when the index is built and again at each doubling) and, for ``--queries`` queries of the
+generator's vocabulary embedded by the real model, compares the ``limit`` nearest chunks
+LanceDB returns with the exact ones: recall@10 (the first ten) and recall@70 (the candidates
+a search ranks), latency, and that the cosines returned are the exact ones. Then the same
+with filters (a few files, one language, most files), against LanceDB's exhaustive scan,
+which is what a filtered search did before. ``--sweep`` also tries other ``nprobes`` /
+``refine_factor`` values.
 
     .venv/bin/python bench/vector_index.py --index /tmp/bench/lat100k/index/ws-*
 """
@@ -31,6 +34,7 @@ from rag_lsp.blas_threads import use_one_blas_thread  # noqa: E402
 from rag_lsp.embedding.embedder import OnnxEmbedder  # noqa: E402
 from rag_lsp.search.pipeline import MIN_CANDIDATES  # noqa: E402
 from rag_lsp.store import vector_index  # noqa: E402
+from rag_lsp.store.sql import in_list  # noqa: E402
 
 
 def exact_top(matrix: np.ndarray, row_ids: np.ndarray, query: np.ndarray,
@@ -47,8 +51,8 @@ def measure(table, matrix: np.ndarray, row_ids: np.ndarray, queries: np.ndarray,
     for query in queries:
         started = time.perf_counter()
         builder = (table.search(query, vector_column_name="vector").metric("cosine")
-                   .nprobes(nprobes).select(["id", "_distance"]).with_row_id(True)
-                   .limit(MIN_CANDIDATES))
+                   .minimum_nprobes(nprobes).maximum_nprobes(0)
+                   .select(["id", "_distance"]).with_row_id(True).limit(MIN_CANDIDATES))
         if refine:
             builder = builder.refine_factor(refine)
         found = builder.to_arrow()
@@ -67,6 +71,31 @@ def measure(table, matrix: np.ndarray, row_ids: np.ndarray, queries: np.ndarray,
             "p50_ms": round(float(np.percentile(warm, 50)), 1),
             "p95_ms": round(float(np.percentile(warm, 95)), 1),
             "max_cosine_error": round(worst_cosine, 6)}
+
+
+def filtered_search(table, queries: np.ndarray, where: str) -> dict:
+    """The store's filtered query against LanceDB's exhaustive scan of the rows that pass."""
+    def nearest(query: np.ndarray, exhaustive: bool) -> list[str]:
+        builder = table.search(query, vector_column_name="vector").metric("cosine")
+        builder = (builder.bypass_vector_index() if exhaustive
+                   else vector_index.approximate(builder))
+        return (builder.where(where, prefilter=True).select(["id"]).limit(MIN_CANDIDATES)
+                .to_arrow().column("id").to_pylist())
+
+    ms: dict[bool, list[float]] = {True: [], False: []}
+    recall = []
+    for query in queries:
+        got = {}
+        for exhaustive in (True, False):
+            started = time.perf_counter()
+            got[exhaustive] = nearest(query, exhaustive)
+            ms[exhaustive].append((time.perf_counter() - started) * 1000)
+        recall.append(len(set(got[False]) & set(got[True])) / max(1, len(got[True])))
+    return {"recall_at_70": round(float(np.mean(recall)), 4),
+            "p50_ms": round(float(np.percentile(ms[False], 50)), 1),
+            "p95_ms": round(float(np.percentile(ms[False], 95)), 1),
+            "scan_p50_ms": round(float(np.percentile(ms[True], 50)), 1),
+            "scan_p95_ms": round(float(np.percentile(ms[True], 95)), 1)}
 
 
 def main() -> int:
@@ -95,7 +124,7 @@ def main() -> int:
                         for q in make_queries(args.queries, int(time.time()))])
     log(f"{rows} chunks; building the ANN index as the store does")
     started = time.perf_counter()
-    vector_index.build_vector_index(table)
+    vector_index.build_vector_index(table, rows)
     build_seconds = time.perf_counter() - started
     settings = [(vector_index.NPROBES, vector_index.REFINE_FACTOR)]
     if args.sweep:
@@ -105,6 +134,15 @@ def main() -> int:
     for nprobes, refine in settings:
         log(f"nprobes {nprobes}, refine_factor {refine}")
         runs.append(measure(table, matrix, row_ids, queries, nprobes, refine))
+    paths = sorted(set(table.search().select(["path"]).limit(None).to_arrow()
+                       .column("path").to_pylist()))
+    filters = {"20 files": in_list("path", paths[:20]), "language markdown":
+               "language = 'markdown'", f"{len(paths) * 7 // 10} files":
+               in_list("path", paths[:len(paths) * 7 // 10])}
+    filtered = []
+    for name, where in filters.items():
+        log(f"filter: {name}")
+        filtered.append({"filter": name, **filtered_search(table, queries[:60], where)})
     exact_ms = []
     for query in queries:
         started = time.perf_counter()
@@ -113,7 +151,7 @@ def main() -> int:
     result = {"chunks": rows, "queries": len(queries), "build_seconds": round(build_seconds, 1),
               "exact_matrix_p50_ms": round(float(np.percentile(exact_ms, 50)), 1),
               "exact_matrix_p95_ms": round(float(np.percentile(exact_ms, 95)), 1),
-              "runs": runs}
+              "runs": runs, "filtered": filtered}
 
     def table_out(r: dict) -> None:
         print(f"{r['chunks']} chunks, {r['queries']} queries; index built in "
@@ -125,6 +163,12 @@ def main() -> int:
             print(f"{run['nprobes']:>8}{run['refine_factor'] or '-':>8}"
                   f"{run['recall_at_10']:>11}{run['recall_at_70']:>11}{run['p50_ms']:>8}"
                   f"{run['p95_ms']:>8}{run['max_cosine_error']:>15}")
+
+        print(f"\nfiltered, 60 queries: {'recall@70':>10}{'p50 ms':>8}{'p95 ms':>8}"
+              f"{'scan p50':>10}{'scan p95':>10}")
+        for run in r["filtered"]:
+            print(f"{run['filter']:>22}{run['recall_at_70']:>10}{run['p50_ms']:>8}"
+                  f"{run['p95_ms']:>8}{run['scan_p50_ms']:>10}{run['scan_p95_ms']:>10}")
 
     emit(result, args, table_out)
     return 0

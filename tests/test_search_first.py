@@ -7,7 +7,9 @@ from __future__ import annotations
 import threading
 import time
 
+from rag_lsp import priority
 from rag_lsp.config import Settings
+from rag_lsp.indexing import indexer
 from rag_lsp.indexing.indexer import Indexer
 from rag_lsp.server.methods import RAG_SEARCH
 from rag_lsp.workspace import Workspace
@@ -15,6 +17,9 @@ from tests.conftest import write_files
 from tests.inprocess_lsp import InProcessServer, capabilities_of
 
 HOLD_SECONDS = 0.6  # below priority.MAX_WAIT_SECONDS, after which indexing goes on anyway
+# No draft pass (it pauses per file too, before any file is chunked): what is tested here is
+# the pauses of chunking and of deriving each chunk's columns.
+WITHOUT_DRAFT = {"lexicalFirst": False}
 
 
 def _many_files(count: int) -> dict[str, str]:
@@ -26,8 +31,8 @@ def _many_files(count: int) -> dict[str, str]:
 def test_a_run_does_not_chunk_files_while_a_search_runs(tmp_path, embedder, monkeypatch):
     root = tmp_path / "repo"
     write_files(root, _many_files(30))
-    ws = Workspace.open(root, Settings.from_dict({"indexPath": str(tmp_path / "ix")}),
-                        embedder=embedder)
+    ws = Workspace.open(root, Settings.from_dict({"indexPath": str(tmp_path / "ix"),
+                                                  **WITHOUT_DRAFT}), embedder=embedder)
     prepared: list[float] = []
     original = Indexer._prepare
 
@@ -49,24 +54,50 @@ def test_a_run_does_not_chunk_files_while_a_search_runs(tmp_path, embedder, monk
     assert reports[0].files_indexed == 30
 
 
-def test_a_run_pauses_between_chunks_of_a_batch(tmp_path, embedder):
+def test_a_run_pauses_before_each_chunk_it_derives_columns_for(tmp_path, embedder,
+                                                               monkeypatch):
     """The columns derived per chunk (terms, defined names, full-text text) take ~0.5 ms
     each: a run checks for searches before each chunk, not once per write batch."""
     root = tmp_path / "repo"
     write_files(root, _many_files(30))
-    ws = Workspace.open(root, Settings.from_dict({"indexPath": str(tmp_path / "ix")}),
-                        embedder=embedder)
-    pauses = 0
+    ws = Workspace.open(root, Settings.from_dict({"indexPath": str(tmp_path / "ix"),
+                                                  **WITHOUT_DRAFT}), embedder=embedder)
+    events: list[str] = []
+    ws.priority.wait_turn = lambda: events.append("pause")  # what the indexer is handed
+    derive_terms = indexer.text_terms
 
-    def count() -> None:
-        nonlocal pauses
-        pauses += 1
+    def recorded(text: str):
+        events.append("terms")
+        return derive_terms(text)
 
-    ws.priority.wait_turn = count  # what the workspace hands its indexer
+    monkeypatch.setattr(indexer, "text_terms", recorded)
     report = ws.index()
-    # one pause per file before it is chunked (30), one per chunk written
-    assert report.chunks_written >= 30
-    assert pauses >= 30 + report.chunks_written
+    assert report.chunks_written >= 30 and events.count("terms") == report.chunks_written
+    # every chunk's columns come right after a pause, never straight after another chunk's
+    assert all(events[i - 1] == "pause" for i, e in enumerate(events) if e == "terms")
+
+
+def test_a_steady_stream_of_searches_only_slows_indexing_down(monkeypatch):
+    """Each pause waits at most MAX_WAIT_SECONDS; after such a wait indexing goes on for as
+    long again without pausing, so searches that never stop cannot stall it."""
+    monkeypatch.setattr(priority, "MAX_WAIT_SECONDS", 0.2)
+    first = priority.SearchFirst()
+    with first.searching():  # a search that does not end
+        started = time.monotonic()
+        first.wait_turn()
+        waited = time.monotonic() - started
+        started = time.monotonic()
+        for _ in range(20):  # a run's next pauses, within the grace period
+            first.wait_turn()
+        passed = time.monotonic() - started
+        time.sleep(0.25)
+        started = time.monotonic()
+        first.wait_turn()  # the grace is over: it waits again
+        waited_again = time.monotonic() - started
+    assert 0.15 <= waited and passed < 0.15 and 0.15 <= waited_again
+    started = time.monotonic()
+    first.wait_turn()  # nothing searching: no wait at all
+    assert time.monotonic() - started < 0.05
 
 
 async def test_the_server_marks_a_search_before_the_engine_runs_it(tmp_path, embedder):

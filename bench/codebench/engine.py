@@ -21,7 +21,6 @@ from codebench.scoring import RankedFile
 from rag_lsp import Workspace
 from rag_lsp.config import Settings, validate_settings
 from rag_lsp.search.ranking import RULE_SETTINGS
-from rag_lsp.store.vector_index import MATRIX_MAX_ROWS
 from rag_lsp.workspace import load_embedder
 
 PROJECT = "rag-lsp"  # this repository, as one more workspace
@@ -118,7 +117,7 @@ def wait_for_memory_copy(ws: Workspace, timeout: float = 180.0) -> None:
     then searches are answered by LanceDB, whose full-text ranking differs from the postings':
     measuring before the load ends would make a figure depend on timing."""
     store = ws._index.store()  # noqa: SLF001 (a bench waits for the background load)
-    if store.count_chunks() > MATRIX_MAX_ROWS:  # never loaded: LanceDB's indexes answer
+    if store.large():  # nothing is loaded: LanceDB's indexes answer
         return
     deadline = time.monotonic() + timeout
     while (matrix := store.vectors_in_memory()) is None and time.monotonic() < deadline:

@@ -239,9 +239,10 @@ class OnnxEmbedder:
 
     def warm_up(self) -> None:
         """Create the query session and run it once (~150 ms on two cores), so that a first
-        search does not pay for it."""
-        self._run([self._tokenizer.encode_batch(["warm up"])[0].ids],
-                  session=self._query_session_ready())
+        search does not pay for it; nothing to do once it exists."""
+        if self._query_session is None:
+            self._run([self._tokenizer.encode_batch(["warm up"])[0].ids],
+                      session=self._query_session_ready())
 
     def interrupt_background(self) -> None:
         """Stop the background batches running now (they are retried): a search has come in,

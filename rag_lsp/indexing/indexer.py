@@ -408,7 +408,9 @@ class Indexer:
 
     def _finish(self, report: IndexReport, started: float, notify: ProgressCallback) -> None:
         notify(IndexProgress("finish", message="building the full-text index"))
-        if report.chunks_written or report.files_removed:
+        # A large index without its vector index (written by an older rag-lsp, or grown past
+        # what its index was trained on) gets one even when nothing changed.
+        if report.chunks_written or report.files_removed or self.store.needs_vector_index():
             self.store.ensure_fts_index()
             self.store.optimize()
         report.chunks_total = self.store.count_chunks()

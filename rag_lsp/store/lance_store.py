@@ -31,9 +31,11 @@ from rag_lsp.store.sql import in_list
 from rag_lsp.store.vector_cache import VectorCache, VectorMatrix
 from rag_lsp.store.vector_index import (
     MATRIX_MAX_ROWS,
+    answers_alone,
     approximate,
     build_vector_index,
-    has_vector_index,
+    needs_training,
+    trained_rows,
 )
 from rag_lsp.terms import query_terms
 
@@ -58,7 +60,9 @@ SAMPLE_COLUMNS = ["vector", "terms"]
 # Rows read at a time into the in-memory vector matrix and postings: with the words, 8,192
 # held ~25 MB more at the peak of a 12k-chunk load than 2,048.
 VECTOR_LOAD_BATCH_ROWS = 2048
-POSTINGS_MAX_ROWS = 50_000  # chunks up to which full-text lookups are answered from memory
+# Chunks up to which full-text lookups are answered from memory: the postings load with the
+# vector matrix, which is not loaded past MATRIX_MAX_ROWS anyway.
+POSTINGS_MAX_ROWS = MATRIX_MAX_ROWS
 
 
 def chunk_schema(dim: int) -> pa.Schema:
@@ -189,8 +193,8 @@ class ChunkStore:
                 )
             self._fts_ready = self._has_fts_index()
             self._vectors = VectorCache(self._load_vectors)
-            # (table version, rows above MATRIX_MAX_ROWS, has an ANN index): see _ann
-            self._size: tuple[int, bool, bool] | None = None
+            # ((folder, table version), rows, rows its ANN index was trained on): see _ann
+            self._ann_state: tuple[tuple, int, int | None] | None = None
             self._folder = _identity(self._chunks_dir())
         except (OSError, ValueError, RuntimeError) as exc:
             raise IndexCorruptError(
@@ -265,8 +269,10 @@ class ChunkStore:
                     np.asarray(row["vector"], dtype=np.float32), row["terms"], row["defines"]))
         return found
 
-    def _load_vectors(self) -> VectorMatrix:
+    def _load_vectors(self) -> VectorMatrix | None:
         version = self._chunks.version
+        if self._large(version):  # built since the load was asked for: nothing to hold
+            return None
         rows = self._chunks.count_rows()
         # Full-text postings too, up to a size (see rag_lsp.store.term_index): building them
         # at 100k chunks held ~260 MB more for a moment and ~70 MB after, where LanceDB's own
@@ -280,29 +286,43 @@ class ChunkStore:
 
     def vectors_in_memory(self) -> VectorMatrix | None:
         """The vectors of the current version in memory, or ``None``: not loaded yet (a
-        reload starts), or a large index, whose ANN index answers (see
-        :mod:`rag_lsp.store.vector_index`)."""
+        reload starts), or a large index, whose ANN index answers (see :meth:`large`)."""
         if self.moved():  # the matrix's row ids belong to the tables swapped out
             return None
         try:
             version = self._chunks.version
-            large, indexed = self._ann(version)
-            if large and indexed:
+            if self._large(version):
                 self._vectors.drop()  # its memory goes back; LanceDB answers from now on
                 return None
             return self._vectors.current(version)
         except (OSError, RuntimeError):
             return None
 
-    def _ann(self, version: int) -> tuple[bool, bool]:
-        """Whether the table (at ``version``) has more than MATRIX_MAX_ROWS rows, and whether
-        it has an ANN index; asked of LanceDB once per version."""
-        known = self._size
-        if known is None or known[0] != version:
-            known = (version, self._chunks.count_rows() > MATRIX_MAX_ROWS,
-                     has_vector_index(self._chunks))
-            self._size = known
-        return known[1], known[2]
+    @_reports_damage
+    def large(self) -> bool:
+        """Past MATRIX_MAX_ROWS chunks and with its ANN index: nothing is held in memory,
+        LanceDB's indexes answer (see :mod:`rag_lsp.store.vector_index`)."""
+        return self._large(self._chunks.version)
+
+    def _large(self, version: int) -> bool:
+        _key, rows, trained = self._ann(version)
+        return answers_alone(rows, trained)
+
+    def _ann(self, version: int) -> tuple[tuple, int, int | None]:
+        """The table's rows at ``version`` and the rows its ANN index was trained on (None:
+        no index); asked of LanceDB once per version of the folder's tables."""
+        key = (_identity(self._chunks_dir()), version)  # a rebuild swapped in: other tables
+        known = self._ann_state
+        if known is None or known[0] != key:
+            known = (key, self._chunks.count_rows(), trained_rows(self._chunks))
+            self._ann_state = known
+        return known
+
+    @_reports_damage
+    def needs_vector_index(self) -> bool:
+        """Whether :meth:`optimize` would (re)build the ANN index."""
+        _key, rows, trained = self._ann(self._chunks.version)
+        return needs_training(rows, trained)
 
     @_reports_damage
     def vector_search(
@@ -329,7 +349,7 @@ class ChunkStore:
                 return rows
         query = (self._chunks.search(vector, vector_column_name="vector").metric("cosine")
                  .select([*RESULT_COLUMNS, "_distance"]))
-        if self._ann(self._chunks.version)[1]:  # LanceDB uses the index whenever there is one
+        if self._ann(self._chunks.version)[2] is not None:  # LanceDB uses any index there is
             query = approximate(query)
         if where:
             query = query.where(where, prefilter=True)
@@ -543,10 +563,11 @@ class ChunkStore:
     @_recorded
     def optimize(self) -> None:
         """Compact files, fold new rows into indexes and drop old versions (after bursts);
-        past MATRIX_MAX_ROWS chunks, build the ANN index first if there is none."""
+        past MATRIX_MAX_ROWS chunks, (re)build the ANN index first when it is missing or the
+        table has outgrown the rows it was trained on."""
         with self._write_lock:
-            large, indexed = self._ann(self._chunks.version)
-            if large and not indexed:
-                build_vector_index(self._chunks)
+            _key, rows, trained = self._ann(self._chunks.version)
+            if needs_training(rows, trained):
+                build_vector_index(self._chunks, rows)
             for table in (self._chunks, self._files):
                 table.optimize(cleanup_older_than=_KEEP_OLD_VERSIONS)

@@ -121,14 +121,17 @@ class VectorMatrix:
 
 
 class VectorCache:
-    """Holds the newest loaded :class:`VectorMatrix`; reloads it in the background."""
+    """Holds the newest loaded :class:`VectorMatrix`; reloads it in the background. ``load``
+    returns ``None`` when there is nothing to hold (a large index, see
+    ``rag_lsp.store.vector_index``)."""
 
-    def __init__(self, load: Callable[[], VectorMatrix]):
+    def __init__(self, load: Callable[[], VectorMatrix | None]):
         self._load = load
         self._matrix: VectorMatrix | None = None
         self._lock = threading.Lock()
         self._loading = False
         self._last_attempt = float("-inf")
+        self._drops = 0  # a load that began before a drop must not bring its matrix back
 
     def current(self, version: int) -> VectorMatrix | None:
         """The matrix if it is of ``version``; else ``None``, and a reload is started."""
@@ -147,8 +150,12 @@ class VectorCache:
         threading.Thread(target=self._reload, name="rag-vectors", daemon=True).start()
 
     def _reload(self) -> None:
+        drops = self._drops
         try:
-            self._matrix = self._load()
+            matrix = self._load()
+            with self._lock:
+                if drops == self._drops:
+                    self._matrix = matrix
         except Exception as exc:  # the LanceDB search path keeps working without it
             log.debug("could not load the vectors into memory: %s", exc)
         finally:
@@ -156,6 +163,7 @@ class VectorCache:
                 self._loading = False
             return_freed_memory()
 
-
     def drop(self) -> None:
-        self._matrix = None
+        with self._lock:
+            self._drops += 1
+            self._matrix = None

@@ -121,7 +121,7 @@ class IndexingService:
         await self.refresh_counts(folder)
         self.server.set_folder_state(folder, state, message)
         if state == READY:
-            spawn(self._warm_up(folder))
+            jobs.start(self._warm_up(folder))
         if jobs.rerun and state == READY:
             loop.call_soon(self.start_run, folder)
         elif jobs.pending or jobs.rescan:
@@ -143,6 +143,8 @@ class IndexingService:
                 self.server.search_pool, folder.workspace.warm_up)
         except RagLspError as exc:  # a search reports it, with its fix
             log.debug("%s: warm-up: %s", folder.name, exc)
+        except Exception:  # optional work: never the end of the thread that does it
+            log.warning("%s: warm-up failed", folder.name, exc_info=True)
 
     async def refresh_counts(self, folder: FolderIndex) -> None:
         try:
