@@ -268,11 +268,17 @@ class Workspace:
     def warm_up(self) -> None:
         """Load what a first search would wait for: the query session, and (in the
         background) the index's in-memory copy. Until that copy is in, searches ask LanceDB,
-        ~90 ms each at 12k chunks against ~15."""
-        if self.embedder is not None:
-            self.embedder.warm_up()
-        if self.has_index():
-            self._read(lambda store: store.vectors_in_memory())
+        ~90 ms each at 12k chunks against ~15. Optional work: it never raises (a search
+        reports the same fault, with its fix)."""
+        try:
+            if self.embedder is not None:
+                self.embedder.warm_up()
+            if self.has_index():
+                self._read(lambda store: store.vectors_in_memory())
+        except RagLspError as exc:
+            log.debug("%s: warm-up: %s", self.root, exc)
+        except Exception:  # never the end of the thread that does it
+            log.warning("%s: warm-up failed", self.root, exc_info=True)
 
     def close(self) -> None:
         """Stop waiting to write (a write under way finishes its batch); the object stays

@@ -66,3 +66,14 @@ def test_no_index_and_no_model_is_one_clear_error(sample_root, tmp_path):
     ws = Workspace.open(sample_root, Settings.from_dict({"modelDir": str(tmp_path / "none")}))
     with pytest.raises(ModelNotFoundError, match="rag-lsp model install"):
         ws.search("anything")
+
+
+def test_warm_up_never_raises(workspace, monkeypatch, caplog):
+    """Warm-up is optional work on a pool thread: a fault is logged, and the search that
+    meets it later reports it."""
+    def broken() -> None:
+        raise RuntimeError("session could not be made")
+
+    monkeypatch.setattr(workspace.embedder, "warm_up", broken)
+    workspace.warm_up()
+    assert "warm-up failed" in caplog.text and "session could not be made" in caplog.text

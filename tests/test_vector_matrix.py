@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
 import numpy as np
 import pyarrow as pa
 
 from rag_lsp.store.vector_cache import VectorMatrix
 
 DIM = 8
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def batch(row_ids: list[int], vectors: np.ndarray) -> pa.RecordBatch:
@@ -77,3 +83,21 @@ def test_no_columns_kept_when_a_batch_lacks_them():
     matrix = VectorMatrix.from_batches(1, batches, rows=3, dim=DIM,
                                        row_columns=["kind", "start_line"])
     assert matrix.columns is None and matrix.rows_at(np.array([0])) is None
+
+
+def test_the_process_waits_for_a_load_under_way_before_it_ends(tmp_path):
+    """A client may exit right after a folder's warm-up started the load: the process lets
+    the load finish (a thread inside LanceDB's reader at interpreter shutdown aborted it)."""
+    done = tmp_path / "loaded"
+    script = textwrap.dedent(f"""
+        import pathlib, time
+        from rag_lsp.store.vector_cache import VectorCache
+
+        def load():
+            time.sleep(0.5)
+            pathlib.Path({str(done)!r}).write_text("done")
+
+        VectorCache(load).current(1)  # starts the load, then the script ends at once
+    """)
+    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, timeout=60)
+    assert result.returncode == 0 and done.read_text() == "done"

@@ -169,12 +169,7 @@ class WorkspaceKeeper:
         self._index()
         if self._stop.is_set():
             return
-        try:  # an agent's first search should not wait for the query session or memory copy
-            ws.warm_up()
-        except RagLspError as exc:  # a search reports it, with its fix
-            log.debug("%s: warm-up: %s", self.root, exc)
-        except Exception:  # optional work: never the end of the thread that does it
-            log.warning("%s: warm-up failed", self.root, exc_info=True)
+        ws.warm_up()  # an agent's first search should not wait for the query session
         freeze_long_lived_objects()  # the model, the index, every import: here to stay
         self._follow_changes()
 

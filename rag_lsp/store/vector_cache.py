@@ -147,7 +147,10 @@ class VectorCache:
             if self._loading or now - self._last_attempt < RELOAD_INTERVAL_SECONDS:
                 return
             self._loading, self._last_attempt = True, now
-        threading.Thread(target=self._reload, name="rag-vectors", daemon=True).start()
+        # Not a daemon: the process waits for a load under way before it ends. A daemon
+        # thread still inside LanceDB's native reader while the interpreter finalised aborted
+        # the process (SIGABRT) now and then when a client exited right after the warm-up.
+        threading.Thread(target=self._reload, name="rag-vectors").start()
 
     def _reload(self) -> None:
         drops = self._drops

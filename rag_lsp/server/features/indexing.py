@@ -138,13 +138,8 @@ class IndexingService:
     async def _warm_up(self, folder: FolderIndex) -> None:
         """A first search after start-up or a run should not wait for the query session or
         for the index's in-memory copy (~230 ms against ~15 at 12k chunks)."""
-        try:
-            await asyncio.get_running_loop().run_in_executor(
-                self.server.search_pool, folder.workspace.warm_up)
-        except RagLspError as exc:  # a search reports it, with its fix
-            log.debug("%s: warm-up: %s", folder.name, exc)
-        except Exception:  # optional work: never the end of the thread that does it
-            log.warning("%s: warm-up failed", folder.name, exc_info=True)
+        await asyncio.get_running_loop().run_in_executor(
+            self.server.search_pool, folder.workspace.warm_up)
 
     async def refresh_counts(self, folder: FolderIndex) -> None:
         try:
@@ -229,6 +224,7 @@ class IndexingService:
             self.server.send_index_status()
         if jobs.pending or jobs.rescan:
             self.schedule_flush(folder, delay=0)
+
 
 def register(server: ServerState) -> None:
     @rag_request(server, RAG_REINDEX)
