@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from rag_lsp.store.vector_cache import VectorMatrix
+from rag_lsp.store.vector_cache import VectorMatrix, while_process_runs
 
 DIM = 8
 ROOT = Path(__file__).resolve().parents[1]
@@ -101,3 +101,33 @@ def test_the_process_waits_for_a_load_under_way_before_it_ends(tmp_path):
     """)
     result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, timeout=60)
     assert result.returncode == 0 and done.read_text() == "done"
+
+
+def test_a_load_stops_at_its_next_batch_once_the_process_is_ending(tmp_path):
+    """A one-shot search starts a load it will not use: the process ends after one more batch,
+    not after the whole table (the reader stops between batches; the load is not kept)."""
+    progress = tmp_path / "batches"
+    script = textwrap.dedent(f"""
+        import pathlib, time
+        from rag_lsp.store.vector_cache import VectorCache, while_process_runs
+
+        def batches():
+            for n in range(200):  # 10 s in all
+                time.sleep(0.05)
+                pathlib.Path({str(progress)!r}).write_text(str(n + 1))
+                yield n
+
+        cache = VectorCache(lambda: list(while_process_runs(batches())))
+        cache.current(1)  # starts the load
+        time.sleep(0.3)  # then the script ends
+    """)
+    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, timeout=60,
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert 1 <= int(progress.read_text()) < 200
+    assert "Traceback" not in result.stderr, result.stderr
+
+
+def test_while_process_runs_passes_every_batch_while_it_runs():
+    assert list(while_process_runs(iter(range(5)))) == [0, 1, 2, 3, 4]
+    assert list(while_process_runs([])) == []

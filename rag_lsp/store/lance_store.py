@@ -28,7 +28,7 @@ from rag_lsp.store.integrity import FileDigests
 from rag_lsp.store.manifest import REBUILD_HINT
 from rag_lsp.store.private import private_dir
 from rag_lsp.store.sql import in_list
-from rag_lsp.store.vector_cache import VectorCache, VectorMatrix
+from rag_lsp.store.vector_cache import VectorCache, VectorMatrix, while_process_runs
 from rag_lsp.store.vector_index import (
     MATRIX_MAX_ROWS,
     answers_alone,
@@ -281,7 +281,7 @@ class ChunkStore:
         columns = ["vector", *ROW_COLUMNS] if rows <= POSTINGS_MAX_ROWS else ["vector"]
         reader = (self._chunks.search().select(columns).with_row_id(True).limit(None)
                   .to_batches(VECTOR_LOAD_BATCH_ROWS))
-        return VectorMatrix.from_batches(version, reader, rows, self.dim,
+        return VectorMatrix.from_batches(version, while_process_runs(reader), rows, self.dim,
                                          row_columns=ROW_COLUMNS if len(columns) > 1 else ())
 
     def vectors_in_memory(self) -> VectorMatrix | None:
