@@ -33,13 +33,6 @@ import threading
 import time
 from pathlib import Path
 
-from rag_lsp.memory import limit_malloc_arenas
-
-limit_malloc_arenas()  # first thing, as the rag-lsp command does (MALLOC_ARENA_MAX wins)
-
-from rag_lsp import Workspace  # noqa: E402  (after the cap: it starts threads)
-from rag_lsp.config import Settings  # noqa: E402
-
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results"
 BASE_WORDS = ("cache index token vector query store shard batch window queue stream frame "
@@ -171,6 +164,13 @@ def main() -> int:
     parser.add_argument("--no-query-session", action="store_true",
                         help="do not make the query's model session before the run")
     args = parser.parse_args()
+    # As the rag-lsp command does, before any library starts a thread (MALLOC_ARENA_MAX wins).
+    # Here, not at import: other benches import this module for its generator.
+    from rag_lsp.memory import limit_malloc_arenas
+
+    limit_malloc_arenas()
+    from rag_lsp import Workspace
+    from rag_lsp.config import Settings
 
     tmp = None if args.workdir else tempfile.TemporaryDirectory(prefix="index-bench-")
     workdir = args.workdir or Path(tmp.name)
