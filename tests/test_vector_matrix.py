@@ -9,8 +9,11 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pytest
 
-from rag_lsp.store.vector_cache import VectorMatrix, while_process_runs
+from rag_lsp.store import vector_cache
+from rag_lsp.store.lance_store import ChunkStore, FileRecord
+from rag_lsp.store.vector_cache import ProcessEnding, VectorMatrix, while_process_runs
 
 DIM = 8
 ROOT = Path(__file__).resolve().parents[1]
@@ -105,11 +108,15 @@ def test_the_process_waits_for_a_load_under_way_before_it_ends(tmp_path):
 
 def test_a_load_stops_at_its_next_batch_once_the_process_is_ending(tmp_path):
     """A one-shot search starts a load it will not use: the process ends after one more batch,
-    not after the whole table (the reader stops between batches; the load is not kept)."""
+    not after the whole table (the reader stops between batches; the load is dropped
+    quietly)."""
     progress = tmp_path / "batches"
+    progress.write_text("0")
     script = textwrap.dedent(f"""
-        import pathlib, time
+        import logging, pathlib, time
         from rag_lsp.store.vector_cache import VectorCache, while_process_runs
+
+        logging.basicConfig(level=logging.DEBUG)
 
         def batches():
             for n in range(200):  # 10 s in all
@@ -124,10 +131,28 @@ def test_a_load_stops_at_its_next_batch_once_the_process_is_ending(tmp_path):
     result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, timeout=60,
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
-    assert 1 <= int(progress.read_text()) < 200
+    # ~6 batches before the script ends, one more after; a slow machine reads fewer
+    assert 1 <= int(progress.read_text()) < 40
     assert "Traceback" not in result.stderr, result.stderr
+    assert "could not load" not in result.stderr, result.stderr  # not a failure: dropped
 
 
 def test_while_process_runs_passes_every_batch_while_it_runs():
     assert list(while_process_runs(iter(range(5)))) == [0, 1, 2, 3, 4]
     assert list(while_process_runs([])) == []
+
+
+def test_the_store_reads_its_vectors_through_the_shutdown_check(tmp_path, monkeypatch):
+    """ChunkStore's load stops once the process is ending (see the test above)."""
+    store = ChunkStore(tmp_path / "ix", DIM, create=True)
+    vectors = np.eye(DIM, dtype=np.float32)[:3]
+    rows = [{"id": f"a.py#{n}", "path": "a.py", "start_line": n + 1, "end_line": n + 1,
+             "language": "python", "kind": "function", "symbol": f"f{n}",
+             "text": f"def f{n}(): pass", "search_text": f"f{n}", "defines": f"f{n}",
+             "terms": "pass", "content_hash": f"{n:064x}", "vector": vector}
+            for n, vector in enumerate(vectors)]
+    store.replace_files([FileRecord("a.py", 1, 1, "0" * 64, 3)], rows)
+    assert store._load_vectors() is not None  # noqa: SLF001
+    monkeypatch.setattr(vector_cache, "shutting_down", lambda: True)
+    with pytest.raises(ProcessEnding):
+        store._load_vectors()  # noqa: SLF001

@@ -41,21 +41,31 @@ class ProcessEnding(Exception):
 
 
 def while_process_runs(batches: Iterable[T]) -> Iterator[T]:
-    """``batches``, one at a time, until the interpreter begins to shut down (its main thread
-    has ended); then :class:`ProcessEnding`. A process waits for a load under way before it
-    ends (see ``VectorCache._reload_soon``): a one-shot search would otherwise wait for the
-    whole table to load before exiting (1.3 s more at 45k chunks), where now it waits for one
-    batch. (A program that serves from other threads after its main thread has ended gets no
-    in-memory copy: its searches ask LanceDB.)"""
-    main = threading.main_thread()
+    """``batches``, one at a time, until the interpreter begins to shut down (see
+    :func:`shutting_down`); then :class:`ProcessEnding`. A process waits for a load under way
+    before it ends (see ``VectorCache._reload_soon``): a one-shot search would otherwise wait
+    for the whole table to load before exiting (1.3 s more at 45k chunks), where now it waits
+    for one batch. (A program that serves from other threads after its main thread has ended
+    gets no in-memory copy: its searches ask LanceDB.)"""
     iterator = iter(batches)
-    while main.is_alive():
+    while not shutting_down():
         try:
             batch = next(iterator)
         except StopIteration:
             return
         yield batch
     raise ProcessEnding
+
+
+def shutting_down() -> bool:
+    """Whether the interpreter has begun to shut down. threading sets ``_SHUTTING_DOWN``
+    first thing in its shutdown and it is read without a lock; ``main_thread().is_alive()``
+    (the fallback, should the flag go) takes the main thread's lock, which can race with the
+    shutdown's own use of it on CPython 3.10-3.12 (cpython#116372)."""
+    flag = getattr(threading, "_SHUTTING_DOWN", None)
+    if isinstance(flag, bool):
+        return flag
+    return not threading.main_thread().is_alive()
 
 
 @dataclass(frozen=True)
