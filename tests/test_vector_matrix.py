@@ -14,6 +14,7 @@ import pytest
 from rag_lsp.store import vector_cache
 from rag_lsp.store.lance_store import ChunkStore, FileRecord
 from rag_lsp.store.vector_cache import ProcessEnding, VectorMatrix, while_process_runs
+from tests.test_vector_index import rows_for
 
 DIM = 8
 ROOT = Path(__file__).resolve().parents[1]
@@ -146,12 +147,7 @@ def test_the_store_reads_its_vectors_through_the_shutdown_check(tmp_path, monkey
     """ChunkStore's load stops once the process is ending (see the test above)."""
     store = ChunkStore(tmp_path / "ix", DIM, create=True)
     vectors = np.eye(DIM, dtype=np.float32)[:3]
-    rows = [{"id": f"a.py#{n}", "path": "a.py", "start_line": n + 1, "end_line": n + 1,
-             "language": "python", "kind": "function", "symbol": f"f{n}",
-             "text": f"def f{n}(): pass", "search_text": f"f{n}", "defines": f"f{n}",
-             "terms": "pass", "content_hash": f"{n:064x}", "vector": vector}
-            for n, vector in enumerate(vectors)]
-    store.replace_files([FileRecord("a.py", 1, 1, "0" * 64, 3)], rows)
+    store.replace_files([FileRecord("a.py", 1, 1, "0" * 64, 3)], rows_for("a.py", vectors))
     assert store._load_vectors() is not None  # noqa: SLF001
     monkeypatch.setattr(vector_cache, "shutting_down", lambda: True)
     with pytest.raises(ProcessEnding):
