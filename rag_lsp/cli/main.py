@@ -263,9 +263,14 @@ def cmd_model(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from rag_lsp.server import serve_stdio  # pygls is only imported when serving
+    # `initialize` is answered before pygls loads (it takes most of the start), which is
+    # only imported when serving.
+    from rag_lsp.server.early_answer import open_stdio
 
-    serve_stdio(args.log_level)
+    opening = open_stdio()
+    from rag_lsp.server.main import serve_stdio
+
+    serve_stdio(args.log_level, opening)
     return EXIT_OK
 
 

@@ -1,6 +1,2 @@
-"""The language server (pygls wiring only): ``rag-lsp serve`` runs it over stdio."""
-
-from rag_lsp.server.app import RagServer
-from rag_lsp.server.main import build_server, serve_stdio
-
-__all__ = ["RagServer", "build_server", "serve_stdio"]
+"""The language server (pygls wiring only): ``rag-lsp serve`` runs it over stdio
+(``main.serve_stdio``). Nothing is imported here: ``early_answer`` must load without pygls."""

@@ -18,6 +18,7 @@ answer). This guard reads stdin itself and:
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import select
@@ -49,6 +50,15 @@ class FrameGuard:
         self._raw = bytearray()  # read from stdin, not yet framed
         self._out = bytearray()  # canonical frames for pygls
         self._eof = False
+
+    def peek(self) -> dict | None:
+        """The next good message, parsed and still there for pygls to read; None at the end
+        of input. (Bad frames before it are answered, as ever.)"""
+        if not self._out and not self._next_frame():
+            return None
+        header_end = self._out.index(b"\r\n\r\n") + 4
+        length = int(self._out[len(b"Content-Length: "):header_end - 4])
+        return json.loads(self._out[header_end:header_end + length])
 
     # ---- what pygls calls ----------------------------------------------------------------
 

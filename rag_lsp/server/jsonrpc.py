@@ -1,15 +1,32 @@
-"""JSON-RPC messages on the wire: what makes a body one valid message, and writing frames."""
+"""JSON-RPC messages on the wire: what makes a body one valid message, and writing frames.
+
+stdout is the wire: only JSON-RPC frames may reach it. Anything else that writes to stdout (a
+stray ``print``, a native library writing to fd 1) would corrupt the stream for strict clients
+such as VS Code. Before serving, the real stdout is kept for the protocol and both
+``sys.stdout`` and fd 1 are pointed at stderr (:func:`claim_stdout`).
+"""
 
 from __future__ import annotations
 
 import json
 import logging
+import os
+import sys
 import threading
 from typing import Any, BinaryIO
 
 log = logging.getLogger(__name__)
 
 PARSE_ERROR, INVALID_REQUEST = -32700, -32600
+
+
+def claim_stdout() -> BinaryIO:
+    """A private stream on the original stdout, for JSON-RPC; fd 1 then goes to stderr."""
+    sys.stdout.flush()
+    wire = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    sys.stdout = sys.stderr
+    return wire
 
 
 def encode_frame(message: dict) -> bytes:

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import logging
-import sys
 
 from lsprotocol import types
 
 from rag_lsp.server.app import RagServer
+from rag_lsp.server.early_answer import Opening, open_stdio
 from rag_lsp.server.features import context, indexing, knowledge, lifecycle, search, watching
-from rag_lsp.server.framing import FrameGuard
-from rag_lsp.server.jsonrpc import LockedWire, encode_frame
-from rag_lsp.server.stdio import ClientLogHandler, claim_stdout, configure_logging, unsent
+from rag_lsp.server.stdio import ClientLogHandler, configure_logging, unsent
 
 
 def build_server() -> RagServer:
@@ -21,12 +19,14 @@ def build_server() -> RagServer:
     return server
 
 
-def serve_stdio(log_level: str = "info") -> None:
-    """Serve JSON-RPC on stdin/stdout until the client exits."""
-    wire = claim_stdout()
+def serve_stdio(log_level: str = "info", opening: Opening | None = None) -> None:
+    """Serve JSON-RPC on stdin/stdout until the client exits. ``opening``: stdio as
+    :func:`open_stdio` left it (``rag-lsp serve`` calls it before this module loads, so that
+    `initialize` is answered before pygls is imported)."""
+    opening = opening or open_stdio()
     stderr = configure_logging(log_level)
     server = build_server()
-    out = LockedWire(wire)
+    out = opening.wire
 
     def to_client(kind: types.MessageType, message: str, record: logging.LogRecord) -> bool:
         """Queue ``message`` for the client; False if it cannot go (then stderr has it)."""
@@ -39,8 +39,7 @@ def serve_stdio(log_level: str = "info") -> None:
         return not out.closed and server.post(send)
 
     logging.getLogger("rag_lsp").addHandler(ClientLogHandler(to_client))
-    stdin = FrameGuard(sys.stdin.buffer, lambda error: out.write(encode_frame(error)))
     try:
-        server.start_io(stdin=stdin, stdout=out)
+        server.start_io(stdin=opening.stdin, stdout=opening.stdout)
     finally:  # also when the client vanished without `shutdown`: stop indexing, then exit
         server.stop()

@@ -1,17 +1,14 @@
-"""stdout is the wire: only JSON-RPC frames may reach it.
+"""Logging beside the wire (stderr and the client's log) and the protocol's own rules.
 
-Anything else that writes to stdout (a stray ``print``, a native library writing to fd 1) would
-corrupt the stream for strict clients such as VS Code. Before serving, the real stdout is kept
-for the protocol and both ``sys.stdout`` and fd 1 are pointed at stderr.
+stdout itself is claimed for JSON-RPC before anything else (``jsonrpc.claim_stdout``).
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import sys
 from collections.abc import Callable
-from typing import Any, BinaryIO
+from typing import Any
 
 from lsprotocol import types
 from pygls.protocol import LanguageServerProtocol
@@ -19,15 +16,6 @@ from pygls.protocol import LanguageServerProtocol
 from rag_lsp.server.errors import RagRequestError
 
 log = logging.getLogger(__name__)
-
-
-def claim_stdout() -> BinaryIO:
-    """A private stream on the original stdout, for JSON-RPC; fd 1 then goes to stderr."""
-    sys.stdout.flush()
-    wire = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
-    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
-    sys.stdout = sys.stderr
-    return wire
 
 
 _LEVELS = {
