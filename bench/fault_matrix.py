@@ -124,6 +124,10 @@ MATRIX: list[tuple[str, str, str, list[str]]] = [
           "test_a_mode_declared_in_the_folder_settings_is_accepted_as_by_the_cli"]),
     ("protocol", "requests before initialize", "-32002 at once, from every method",
      [T + "test_error_model.py::test_every_method_before_initialize_gets_server_not_initialized"]),
+    ("protocol", "an initialize holding a capability value lsprotocol cannot read",
+     "answered; an error names the value; later requests answered (none before)",
+     [T + "test_early_answer.py::"
+          "test_an_initialize_pygls_cannot_read_is_reported_and_the_session_goes_on"]),
     ("protocol", "malformed frames: bad/lower-case/negative Content-Length, bad JSON, batch, "
                  "jsonrpc 1.0, object id, deep nesting, stalled or oversized body",
      "-32700/-32600 each, next message served, never wedged",

@@ -52,6 +52,11 @@ CLIENTS = {
     "will-save-wait-until only": {"textDocument": {"synchronization": {
         "willSaveWaitUntil": True}}},
     "empty text document": {"textDocument": {}},
+    "null text document": {"textDocument": None},
+    "Neovim's (UTF-8 first, will-save)": {
+        "general": {"positionEncodings": ["utf-8", "utf-16", "utf-32"]},
+        "textDocument": {"synchronization": {"willSave": True, "willSaveWaitUntil": True,
+                                             "didSave": True}}},
 }
 
 
@@ -101,6 +106,11 @@ def test_the_early_answer_is_pyglss(client):
     initialize({"general": ["utf-8"]}),
     initialize({"textDocument": {"synchronization": {"willSave": "yes"}}}),
     initialize({"textDocument": ["synchronization"]}),
+    initialize({"textDocument": False}),
+    initialize({"textDocument": {"synchronization": False}}),
+    initialize({}, clientInfo={"version": "1"}),
+    initialize({}, workspaceFolders=[{"uri": "file:///x"}]),
+    initialize({}, workspaceFolders=["file:///x"]),
     {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}},
     {"jsonrpc": "2.0", "id": 1, "method": "initialize"},
 ], ids=lambda m: json.dumps(m.get("params"))[:60])
@@ -158,16 +168,40 @@ def test_an_answer_that_differs_is_reported(caplog):
     assert "tests/test_early_answer.py" in caplog.text and "hoverProvider" in caplog.text
 
 
-def test_params_pygls_cannot_read_are_shown_to_the_user(caplog):
+def test_an_error_pygls_answers_with_is_shown_to_the_user(caplog):
+    """pygls answers with an error when handling `initialize` fails: the client, which has
+    a success, is told."""
     stream = Stream()
     wire = EarlyAnsweredWire(LockedWire(stream), 1, early_result(initialize({})))
-    error = {"code": -32602, "message": "Invalid params: capabilities.window"}
+    error = {"code": -32603, "message": "Internal error: the handler failed"}
     with caplog.at_level(logging.ERROR, logger="rag_lsp"):
         wire.write(encode_frame({"jsonrpc": "2.0", "id": 1, "error": error}))
     [shown] = frames(stream.data)
     assert shown["method"] == "window/showMessage" and shown["params"]["type"] == 1
-    assert "capabilities.window" in shown["params"]["message"]
-    assert "capabilities.window" in caplog.text
+    assert "the handler failed" in shown["params"]["message"]
+    assert "the handler failed" in caplog.text
+
+
+def test_after_unreadable_params_nothing_is_dropped():
+    """pygls does not answer an `initialize` it cannot read: a later answer with the same id
+    (the client may reuse it) must not be taken for that answer."""
+    stream = Stream()
+    wire = EarlyAnsweredWire(LockedWire(stream), 1, early_result(initialize({})))
+    wire.unreadable("$.capabilities.x: invalid")
+    wire.write(encode_frame({"jsonrpc": "2.0", "id": 1, "result": None}))
+    shown, answer = frames(stream.data)
+    assert "$.capabilities.x: invalid" in shown["params"]["message"]
+    assert answer == {"jsonrpc": "2.0", "id": 1, "result": None}
+
+
+def test_only_pyglss_first_answer_can_be_the_one_dropped(caplog):
+    stream = Stream()
+    wire = EarlyAnsweredWire(LockedWire(stream), 1, early_result(initialize({})))
+    with caplog.at_level(logging.WARNING, logger="rag_lsp"):
+        wire.write(encode_frame({"jsonrpc": "2.0", "id": 7, "result": None}))
+        wire.write(encode_frame({"jsonrpc": "2.0", "id": 1, "result": None}))
+    assert [m["id"] for m in frames(stream.data)] == [7, 1]
+    assert "answered request 7 before" in caplog.text
 
 
 def test_the_early_answer_loads_no_pygls():
@@ -197,6 +231,29 @@ def test_the_server_answers_initialize_once_and_serves_on(tmp_path):
     assert answers[0]["result"] == early_result(messages[0])
     assert answers[1] == {"jsonrpc": "2.0", "id": 2, "result": None}
     assert b"differs" not in done.stderr and b"could not read" not in done.stderr, done.stderr
+    assert done.returncode == 0
+
+
+def test_an_initialize_pygls_cannot_read_is_reported_and_the_session_goes_on(tmp_path):
+    """A capability value lsprotocol does not know: pygls never answers such a message (it
+    did not before either). The client has the early answer, is told what could not be read,
+    and its later requests are answered, also one reusing the id."""
+    messages = [initialize({"textDocument": {"hover": {"contentFormat": ["html"]}}},
+                           rootUri=tmp_path.as_uri()),
+                {"jsonrpc": "2.0", "method": "initialized", "params": {}},
+                {"jsonrpc": "2.0", "id": 1, "method": "shutdown"},
+                {"jsonrpc": "2.0", "method": "exit"}]
+    done = subprocess.run([sys.executable, "-m", "rag_lsp", "serve"],
+                          input=b"".join(encode_frame(m) for m in messages),
+                          capture_output=True, timeout=120)
+    sent = frames(done.stdout)
+    answers = [m for m in sent if "method" not in m]
+    assert answers == [{"jsonrpc": "2.0", "id": 1, "result": early_result(messages[0])},
+                       {"jsonrpc": "2.0", "id": 1, "result": None}], sent
+    shown = [m["params"]["message"] for m in sent if m.get("method") == "window/showMessage"]
+    assert any("could not read the editor's `initialize`" in m and "content_format" in m
+               for m in shown), shown
+    assert not any("client_capabilities" in m for m in shown), shown  # `initialized` idle
     assert done.returncode == 0
 
 

@@ -267,7 +267,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     # only imported when serving.
     from rag_lsp.server.early_answer import open_stdio
 
-    opening = open_stdio()
+    try:
+        opening = open_stdio()
+    except KeyboardInterrupt:  # Ctrl-C before any message: as quiet as pygls is after one
+        return EXIT_OK
     from rag_lsp.server.main import serve_stdio
 
     serve_stdio(args.log_level, opening)

@@ -64,15 +64,22 @@ def position_encoding(capabilities: dict[str, Any]) -> str | None:
     return next((e for e in encodings if e in ENCODINGS), DEFAULT_ENCODING)
 
 
+def _object_or_none(value: Any) -> dict[str, Any] | None:
+    """A JSON object as itself, null as an empty one (pygls reads both), else None."""
+    if value is None:
+        return {}
+    return value if isinstance(value, dict) else None
+
+
 def client_dependent(capabilities: dict[str, Any]) -> dict[str, Any] | None:
     """What pygls's answer takes from the client's ``capabilities``, as
     ``{"positionEncoding": ..., "textDocumentSync": {...}}``; None if they have a shape pygls
     would not read. pygls states ``willSave`` (false: the server has no such feature) exactly
     when the client states its own, either way."""
     encoding = position_encoding(capabilities)
-    document = capabilities.get("textDocument") or {}
-    sync = (document.get("synchronization") or {}) if isinstance(document, dict) else None
-    if encoding is None or not isinstance(sync, dict):
+    document = _object_or_none(capabilities.get("textDocument", {}))
+    sync = _object_or_none(document.get("synchronization", {})) if document is not None else None
+    if encoding is None or sync is None:
         return None
     stated = {name: sync.get(name) for name in ("willSave", "willSaveWaitUntil")}
     if any(value is not None and not isinstance(value, bool) for value in stated.values()):
@@ -80,6 +87,12 @@ def client_dependent(capabilities: dict[str, Any]) -> dict[str, Any] | None:
     return {"positionEncoding": encoding,
             "textDocumentSync": {name: False for name, value in stated.items()
                                  if value is not None}}
+
+
+def _named(value: Any, *fields: str) -> bool:
+    """None, or an object whose ``fields`` are strings (a client's info, a folder)."""
+    return value is None or (isinstance(value, dict)
+                             and all(isinstance(value.get(f), str) for f in fields))
 
 
 def early_result(message: Any) -> dict[str, Any] | None:
@@ -99,6 +112,9 @@ def early_result(message: Any) -> dict[str, Any] | None:
             return None
     if params.get("trace") not in (None, *_TRACE_VALUES):
         return None
+    if not _named(params.get("clientInfo"), "name") or not all(
+            _named(folder, "uri", "name") for folder in params.get("workspaceFolders") or ()):
+        return None
     from_client = client_dependent(params["capabilities"])
     if from_client is None:
         return None
@@ -112,16 +128,17 @@ def early_result(message: Any) -> dict[str, Any] | None:
 class EarlyAnsweredWire:
     """The wire pygls writes to, less its own answer to the `initialize` answered early.
 
-    That answer is compared with the one the client has: a difference means
-    ``initialize_result.json`` is out of date (a warning: the client may lack a capability),
-    an error means pygls could not read the params the early answer accepted (an error, also
-    shown to the user: the session will not work).
+    pygls handles that message first and at once, so the first answer it writes is that one:
+    it is compared with the one the client has (a difference means ``initialize_result.json``
+    is out of date, and the client may lack a capability: a warning) and dropped. pygls
+    writes no answer at all when it cannot read the params (a value lsprotocol does not
+    know): then :meth:`unreadable` is called instead, and nothing is dropped.
     """
 
     def __init__(self, wire: LockedWire, msg_id: Any, sent: dict[str, Any]):
         self._wire = wire
         self._id = msg_id
-        self._sent: dict[str, Any] | None = sent  # None once pygls's answer has come
+        self._sent: dict[str, Any] | None = sent  # None once pygls's answer is settled
 
     @property
     def closed(self) -> bool:
@@ -138,26 +155,40 @@ class EarlyAnsweredWire:
     def close(self) -> None:
         self._wire.close()
 
+    def unreadable(self, problem: str) -> None:
+        """pygls could not read the `initialize` answered early: it will not answer it, and
+        the session cannot work. Said to the user, as the early answer could not."""
+        if self._sent is not None:
+            self._sent = None
+            self._tell_user(problem)
+
+    def _tell_user(self, problem: str) -> None:
+        log.error("rag-lsp could not read the editor's `initialize` params (%s); this session "
+                  "will not work: please report it with the editor's name", problem)
+        shown = f"rag-lsp could not read the editor's `initialize`: {problem}"
+        self._wire.write(encode_frame({"jsonrpc": "2.0", "method": "window/showMessage",
+                                       "params": {"type": 1, "message": shown}}))
+
     def _is_the_answer(self, data: bytes) -> bool:
         _, _, body = data.partition(b"\r\n\r\n")
         try:
             message = json.loads(body)
         except ValueError:
             return False
-        if not isinstance(message, dict) or "method" in message or message.get("id") != self._id:
+        if not isinstance(message, dict) or "method" in message:
+            return False  # a notification or a request of ours
+        sent, self._sent = self._sent, None  # pygls's first answer: this one or none
+        if message.get("id") != self._id:
+            log.warning("pygls answered request %s before the `initialize` answered early",
+                        message.get("id"))
             return False
-        sent, self._sent = self._sent, None
-        if "error" in message:
-            problem = message["error"].get("message", message["error"])
-            log.error("rag-lsp could not read the editor's `initialize` params (%s); this "
-                      "session will not work: please report it with the editor's name", problem)
-            shown = f"rag-lsp could not read the editor's `initialize`: {problem}"
-            self._wire.write(encode_frame({"jsonrpc": "2.0", "method": "window/showMessage",
-                                           "params": {"type": 1, "message": shown}}))
+        if "error" in message:  # pygls's handling of it failed
+            self._tell_user(str(message["error"].get("message", message["error"])))
         elif message.get("result") != sent:
             log.warning("the early `initialize` answer differs from pygls's (sent %s, pygls %s): "
                         "rewrite %s with `python tests/test_early_answer.py`",
-                        json.dumps(sent), json.dumps(message.get("result")), RESULT_FILE.name)
+                        json.dumps(sent), json.dumps(message.get("result")),
+                        RESULT_FILE.name)
         return True
 
 

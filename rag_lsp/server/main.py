@@ -27,6 +27,8 @@ def serve_stdio(log_level: str = "info", opening: Opening | None = None) -> None
     stderr = configure_logging(log_level)
     server = build_server()
     out = opening.wire
+    if opening.answered_early:
+        server.protocol.on_unreadable_initialize = opening.stdout.unreadable
 
     def to_client(kind: types.MessageType, message: str, record: logging.LogRecord) -> bool:
         """Queue ``message`` for the client; False if it cannot go (then stderr has it)."""

@@ -10,7 +10,9 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+import cattrs
 from lsprotocol import types
+from pygls.exceptions import JsonRpcInvalidParams
 from pygls.protocol import LanguageServerProtocol
 
 from rag_lsp.server.errors import RagRequestError
@@ -97,10 +99,20 @@ class RagProtocol(LanguageServerProtocol):
     """JSON-RPC allows a request or notification without ``params``; pygls's fallback message
     types require the field, and would drop such a message without any reply."""
 
+    # Set when `initialize` was answered before pygls loaded (``early_answer``): told when
+    # pygls cannot read that message, which it then never answers.
+    on_unreadable_initialize: Callable[[str], None] | None = None
+
     def structure_message(self, data: dict[str, Any]):
         if isinstance(data, dict) and "method" in data and "params" not in data:
             data = {**data, "params": None}
-        return super().structure_message(data)
+        try:
+            return super().structure_message(data)
+        except JsonRpcInvalidParams as error:
+            told = self.on_unreadable_initialize
+            if told is not None and isinstance(data, dict) and data.get("method") == "initialize":
+                told(_problems(error))
+            raise
 
     def handle_message(self, message: Any) -> None:
         # After `shutdown` only `exit` is served. What the client still sends meanwhile (a
@@ -125,3 +137,11 @@ class RagProtocol(LanguageServerProtocol):
             return False
         del self._request_futures[message.id]
         return True
+
+
+def _problems(error: Exception) -> str:
+    """What lsprotocol could not read in a message, by JSON path where cattrs says."""
+    cause = error.__cause__
+    if isinstance(cause, cattrs.BaseValidationError):
+        return "; ".join(cattrs.transform_error(cause, path="$"))
+    return str(cause or error)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
 if TYPE_CHECKING:
     from rag_lsp.server.state import ServerState
+
+log = logging.getLogger(__name__)
 
 
 def register(server: ServerState) -> None:
@@ -18,6 +21,9 @@ def register(server: ServerState) -> None:
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: ServerState, params: types.InitializedParams) -> None:
+        if not ls.initialize_received:  # its `initialize` could not be read (already said)
+            log.debug("`initialized` without a readable `initialize`: not starting")
+            return
         await ls.start()
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
