@@ -54,3 +54,36 @@ def test_kill_9_at_several_points_of_indexing_then_a_run_converges(tmp_path):
         [sys.executable, "-m", "rag_lsp", "search", "routing step 7 of module 2", "--root",
          str(root), "--json", "--mode", "lexical"], capture_output=True, text=True, timeout=300)
     assert search.returncode == 0 and json.loads(search.stdout)["results"], search.stderr
+
+
+class Killed(BaseException):
+    """Stands for SIGKILL: nothing after it runs, no handler sees it."""
+
+
+def test_a_run_killed_after_its_last_write_still_gets_its_full_text_index(tmp_path, embedder,
+                                                                           monkeypatch):
+    """Killed between its last write and the full-text index build: the next run finds every
+    file unchanged, and must still build the index (lexical search found nothing, for good,
+    until a file changed: seen once in CI, where a kill landed there)."""
+    from rag_lsp.config import Settings
+    from rag_lsp.store.lance_store import ChunkStore
+    from rag_lsp.workspace import Workspace
+
+    root = tmp_path / "repo"
+    _many_files(root, 3)
+    build = ChunkStore.ensure_fts_index
+
+    def killed(self):
+        raise Killed
+
+    monkeypatch.setattr(ChunkStore, "ensure_fts_index", killed)
+    try:
+        Workspace.open(root, Settings.from_dict({}), embedder=embedder).index()
+    except Killed:
+        pass
+    monkeypatch.setattr(ChunkStore, "ensure_fts_index", build)
+    workspace = Workspace.open(root, Settings.from_dict({}), embedder=embedder)
+    report = workspace.index()
+    assert report.files_indexed == 0 and report.chunks_written == 0  # all written before
+    found = workspace.search("routing step 7 of module 2", mode="lexical")
+    assert found.results, "no full-text index: lexical search finds nothing"

@@ -408,10 +408,12 @@ class Indexer:
 
     def _finish(self, report: IndexReport, started: float, notify: ProgressCallback) -> None:
         notify(IndexProgress("finish", message="building the full-text index"))
+        # Also when nothing changed: a run killed between its last write and this build left
+        # every file recorded and no full-text index (a no-op when there is one).
+        self.store.ensure_fts_index()
         # A large index without its vector index (written by an older rag-lsp, or grown past
         # what its index was trained on) gets one even when nothing changed.
         if report.chunks_written or report.files_removed or self.store.needs_vector_index():
-            self.store.ensure_fts_index()
             self.store.optimize()
         report.chunks_total = self.store.count_chunks()
         report.seconds = time.monotonic() - started
