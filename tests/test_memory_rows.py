@@ -1,4 +1,5 @@
-"""Searches ranked from the columns held in memory with the vectors; the text read after.
+"""Searches ranked from the columns held in memory with the vectors, and their text: held
+too, within a budget (``TEXT_IN_MEMORY_BYTES``), else read for the chunks returned.
 
 Real model, real LanceDB: the sample workspace once its in-memory copy has loaded.
 """
@@ -9,6 +10,7 @@ import time
 
 import pytest
 
+from rag_lsp.store import lance_store
 from rag_lsp.store.lance_store import ROW_COLUMNS, ChunkStore
 from rag_lsp.store.vector_cache import VectorMatrix
 from rag_lsp.workspace import Workspace
@@ -17,14 +19,22 @@ QUERIES = ("follow redirects", "how are passwords hashed and checked", "LRUCache
            "least recently used eviction", "setup and install")
 
 
-def loaded_store(workspace: Workspace) -> ChunkStore:
+@pytest.fixture(params=["text in memory", "text over budget"])
+def text_held(request, monkeypatch) -> bool:
+    """Each test runs with the text held in memory and with a budget too small for it."""
+    if request.param == "text over budget":
+        monkeypatch.setattr(lance_store, "TEXT_IN_MEMORY_BYTES", 100)
+    return request.param == "text in memory"
+
+
+def loaded_store(workspace: Workspace, text_held: bool) -> ChunkStore:
     workspace.search("warm up")  # opens the store and starts loading its memory copy
     store = workspace._index.store()  # noqa: SLF001 (what a search reads)
     deadline = time.monotonic() + 60
     while (matrix := store.vectors_in_memory()) is None or matrix.columns is None:
         assert time.monotonic() < deadline, "the ranking columns never loaded into memory"
         time.sleep(0.02)
-    assert matrix.columns.column_names == ROW_COLUMNS
+    assert matrix.columns.column_names == ROW_COLUMNS + (["text"] if text_held else [])
     return store
 
 
@@ -42,8 +52,8 @@ class RowsRead:
         monkeypatch.setattr(store._chunks, "take_row_ids", counting)  # noqa: SLF001
 
 
-def test_results_are_the_same_as_from_rows_read_back(workspace, monkeypatch):
-    store = loaded_store(workspace)
+def test_results_are_the_same_as_from_rows_read_back(workspace, monkeypatch, text_held):
+    store = loaded_store(workspace, text_held)
     read = RowsRead(store, monkeypatch)
     from_memory = [workspace.search(q).results for q in QUERIES]
     chunks = [workspace.find_chunks(q, limit=8) for q in QUERIES]
@@ -55,12 +65,15 @@ def test_results_are_the_same_as_from_rows_read_back(workspace, monkeypatch):
     read.rows = 0
     assert [workspace.search(q).results for q in QUERIES] == from_memory
     assert [workspace.find_chunks(q, limit=8) for q in QUERIES] == chunks
-    # Only the returned chunks' text is read, not every retriever's ~70 rows.
-    assert rows_from_memory < read.rows / 2
+    if text_held:  # nothing is read back
+        assert rows_from_memory == 0 < read.rows
+    else:  # only the returned chunks' text is read, not every retriever's ~70 rows
+        assert rows_from_memory < read.rows / 2
 
 
-def test_text_is_found_by_chunk_id_once_row_ids_have_moved(workspace):
-    store = loaded_store(workspace)
+def test_text_is_found_by_chunk_id_once_row_ids_have_moved(workspace, monkeypatch):
+    monkeypatch.setattr(lance_store, "TEXT_IN_MEMORY_BYTES", 0)  # rows come without text
+    store = loaded_store(workspace, text_held=False)
     query = workspace.embedder.embed_query("follow redirects")
     rows = store.vector_search(query, 6)
     assert rows and all("text" not in row for row in rows)
@@ -75,7 +88,15 @@ def test_text_is_found_by_chunk_id_once_row_ids_have_moved(workspace):
     assert gone["text"] == ""
 
 
-def test_a_reexport_file_is_ranked_on_its_text(tmp_path, embedder, monkeypatch):
+def test_memory_rows_carry_the_stored_text(workspace):
+    store = loaded_store(workspace, text_held=True)
+    query = workspace.embedder.embed_query("follow redirects")
+    rows = store.vector_search(query, 6)
+    expected = {row["id"]: row["text"] for row in store.chunk_rows("true", ["id", "text"])}
+    assert rows and all(row["text"] == expected[row["id"]] for row in rows)
+
+
+def test_a_reexport_file_is_ranked_on_its_text(tmp_path, embedder, monkeypatch, text_held):
     """The re-export prior reads a chunk's text: rows from memory get theirs before ranking
     (without it, ``pkg/__init__.py`` came first for "pkg retry jitter")."""
     root = tmp_path / "repo"
@@ -101,7 +122,7 @@ def test_a_reexport_file_is_ranked_on_its_text(tmp_path, embedder, monkeypatch):
 
     ws = Workspace.open(root, Settings.from_dict({}), embedder=embedder)
     ws.index()
-    loaded_store(ws)
+    loaded_store(ws, text_held)
     queries = ("pkg retry jitter", "TokenBucket", "retry policy backoff delay", "RetryPolicy")
     from_memory = [ws.search(q).results for q in queries]
     assert [r.path for r in from_memory[0]] == ["pkg/retry.py", "pkg/jitter.py",

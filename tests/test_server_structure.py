@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -43,14 +44,25 @@ def test_small_server_modules():
         assert "rag_lsp.server.app" not in feature.read_text(encoding="utf-8"), feature
 
 
+def packages_loaded(modules: str, packages: tuple[str, ...]) -> list[str]:
+    """Which of ``packages`` a fresh interpreter holds once it has imported ``modules``."""
+    probe = (f"import json, sys, {modules}; print(json.dumps(sorted("
+             f"{{m.split('.')[0] for m in sys.modules}} & {set(packages)!r})))")
+    return json.loads(subprocess.run([sys.executable, "-c", probe], cwd=ROOT,
+                                     capture_output=True, text=True, check=True).stdout)
+
+
 def test_the_server_answers_initialize_before_loading_the_engine():
     """LanceDB, pyarrow, numpy and onnxruntime take seconds to import: they load with the
     model and the first folder, after `initialize` is answered, never with the server. Nor do
     jsonschema (settings and params are checked later) and rich (the CLI's console), ~90 ms
     together."""
-    probe = ("import sys, rag_lsp.cli.main, rag_lsp.server.main; "
-             "print(sorted(m for m in ('lancedb', 'pyarrow', 'numpy', 'onnxruntime', "
-             "'tokenizers', 'jsonschema', 'rich') if m in sys.modules))")
-    loaded = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True,
-                            text=True, check=True).stdout.strip()
-    assert loaded == "[]"
+    assert packages_loaded("rag_lsp.cli.main, rag_lsp.server.main", (
+        "lancedb", "pyarrow", "numpy", "onnxruntime", "tokenizers", "jsonschema", "rich")) == []
+
+
+def test_the_early_answer_loads_no_pygls():
+    """What `rag-lsp serve` imports before it answers `initialize` (``early_answer``): the CLI
+    and that module, not pygls or lsprotocol (about 0.3 s of the start)."""
+    assert packages_loaded("rag_lsp.cli.main, rag_lsp.server.early_answer",
+                           ("pygls", "lsprotocol", "cattrs", "attrs")) == []

@@ -80,6 +80,30 @@ def test_ranking_columns_are_kept_row_by_row_as_the_vectors():
     assert "text" not in rows[0]  # read for the chunks a search returns (ChunkStore.fill_text)
 
 
+def test_text_is_kept_within_its_budget_and_dropped_whole_past_it():
+    rng = np.random.default_rng(7)
+    vectors = unit(rng, 5)
+    texts = ["def a(): pass", "class B: ...", "x = 1", "# notes", "def e(): return 5"]
+
+    def batches():
+        return [with_columns([1, 2, 3], vectors[:3], ["function", "class", "text"])
+                .append_column("text", pa.array(texts[:3])),
+                with_columns([4, 5], vectors[3:], ["text", "function"])
+                .append_column("text", pa.array(texts[3:]))]
+
+    size = sum(len(t) for t in texts) + 4 * 7  # the characters and each row's offset
+    held = VectorMatrix.from_batches(1, batches(), rows=5, dim=DIM, row_columns=["kind"],
+                                     text_bytes=size)
+    rows = held.rows_at(np.arange(5))
+    assert [row["text"] for row in rows] == texts
+    assert [row["kind"] for row in rows] == ["function", "class", "text", "text", "function"]
+    # Over the budget in the second batch: no text at all (not the first batch's alone).
+    over = VectorMatrix.from_batches(1, batches(), rows=5, dim=DIM, row_columns=["kind"],
+                                     text_bytes=size - 10)
+    assert over.columns.column_names == ["kind"]
+    assert all("text" not in row for row in over.rows_at(np.arange(5)))
+
+
 def test_no_columns_kept_when_a_batch_lacks_them():
     rng = np.random.default_rng(6)
     batches = [with_columns([1, 2], unit(rng, 2), ["function", "class"]),

@@ -288,8 +288,8 @@ def text_needed(candidates: list[Candidate], q: QueryAnalysis,
                 weights: RankingWeights) -> list[Candidate]:
     """The candidates whose text :func:`score_chunks` reads: chunks of files that may hold
     only re-exports (``is_reexport_chunk``), and all of them when a queried name is defined
-    by none (``reexports_name``). Rows found in memory come without their text; the others
-    are ranked without reading it."""
+    by none (``reexports_name``). Rows found in memory may come without their text (past
+    its memory budget); the others are ranked without reading it."""
     if q.identifiers and weights.definition and _external_names(candidates, q.identifiers):
         return candidates
     return [c for c in candidates if c.path.rsplit("/", 1)[-1] in REEXPORT_NAMES]

@@ -53,8 +53,13 @@ _KEEP_OLD_VERSIONS = timedelta(seconds=60)
 RESULT_COLUMNS = ["id", "path", "start_line", "end_line", "language", "kind", "symbol", "text",
                   "defines", "terms"]
 # Held in memory with the vectors, up to POSTINGS_MAX_ROWS chunks: all a search ranks by. The
-# text (most of a row's bytes) is read for the chunks a search returns (fill_text).
+# text (most of a row's bytes) too, up to TEXT_IN_MEMORY_BYTES in all; past that it is read
+# for the chunks a search returns (fill_text), ~2 ms a read whatever the rows.
 ROW_COLUMNS = [c for c in RESULT_COLUMNS if c != "text"]
+# Chunks of code average ~0.4 KB of text (this repository: 423 bytes, at most 1.2 KB), so
+# 24 MB holds the text of ~50k chunks, where the matrix stops; generated or prose-heavy
+# workspaces with longer chunks keep reading it.
+TEXT_IN_MEMORY_BYTES = 24 * 1024 * 1024
 # Rows read to describe an index as a whole (see rag_lsp.search.calibration).
 SAMPLE_COLUMNS = ["vector", "terms"]
 # Rows read at a time into the in-memory vector matrix and postings: with the words, 8,192
@@ -278,11 +283,12 @@ class ChunkStore:
         # at 100k chunks held ~260 MB more for a moment and ~70 MB after, where LanceDB's own
         # lookups are already a small part of a search.
         # The ranking columns too (~5.6 MB at 12k chunks of generated Python).
-        columns = ["vector", *ROW_COLUMNS] if rows <= POSTINGS_MAX_ROWS else ["vector"]
+        columns = ["vector", *ROW_COLUMNS, "text"] if rows <= POSTINGS_MAX_ROWS else ["vector"]
         reader = (self._chunks.search().select(columns).with_row_id(True).limit(None)
                   .to_batches(VECTOR_LOAD_BATCH_ROWS))
         return VectorMatrix.from_batches(version, while_process_runs(reader), rows, self.dim,
-                                         row_columns=ROW_COLUMNS if len(columns) > 1 else ())
+                                         row_columns=ROW_COLUMNS if len(columns) > 1 else (),
+                                         text_bytes=TEXT_IN_MEMORY_BYTES)
 
     def vectors_in_memory(self) -> VectorMatrix | None:
         """The vectors of the current version in memory, or ``None``: not loaded yet (a
@@ -329,7 +335,8 @@ class ChunkStore:
         self, vector: np.ndarray, limit: int, where: str | None = None
     ) -> list[dict]:
         """The ``limit`` chunks nearest ``vector``, with their ``cosine``, nearest first
-        (rows found in memory have no ``text`` yet: see :meth:`fill_text`)."""
+        (rows found in memory have no ``text`` yet when it was over its memory budget: see
+        :meth:`fill_text`)."""
         matrix = None if where else self.vectors_in_memory()
         if matrix is not None:
             positions, cosines = matrix.nearest(vector, limit)

@@ -79,22 +79,27 @@ class VectorMatrix:
     # carried ``terms``, ``defines`` and ``path`` (see rag_lsp.store.term_index)
     terms: TermIndex | None = None
     names: TermIndex | None = None
-    # The columns a search ranks by, row by row as in ``vectors`` (see :meth:`rows_at`)
+    # The columns a search ranks by, row by row as in ``vectors`` (see :meth:`rows_at`),
+    # with the chunks' ``text`` when it fitted in the budget
     columns: pa.Table | None = None
 
     @classmethod
     def from_batches(cls, version: int, batches: Iterable[pa.RecordBatch], rows: int,
-                     dim: int, row_columns: Sequence[str] = ()) -> VectorMatrix:
+                     dim: int, row_columns: Sequence[str] = (),
+                     text_bytes: int = 0) -> VectorMatrix:
         """The matrix from record batches of ``_rowid`` and ``vector`` (about ``rows`` rows),
         copied batch by batch into one array: reading the whole column at once held it three
         times over (Arrow table, combined chunks, NumPy copy), 300 MB more at 100k chunks.
         Batches that also carry ``terms``, ``defines`` and ``path`` give the postings too,
-        and ``row_columns``, when they carry them, are kept (see :meth:`rows_at`)."""
+        and ``row_columns``, when they carry them, are kept (see :meth:`rows_at`), with
+        ``text`` when they carry it and all of it takes at most ``text_bytes``."""
         vectors = np.empty((rows, dim), dtype=np.float32)
         row_ids = np.empty(rows, dtype=np.uint64)
         words = {"terms": TermIndexBuilder(), "defines": TermIndexBuilder(lower=True)}
         with_words = False
         kept: list[pa.RecordBatch] | None = [] if row_columns else None
+        texts: list[pa.Array] | None = [] if row_columns and text_bytes > 0 else None
+        text_total = 0
         filled = 0
         for batch in batches:
             count = batch.num_rows
@@ -117,6 +122,12 @@ class VectorMatrix:
             if kept is not None:
                 kept = (kept + [batch.select(row_columns)]
                         if set(row_columns) <= set(batch.schema.names) else None)
+            if texts is not None and "text" in batch.schema.names:
+                text = batch.column("text")
+                text_total += text.nbytes
+                texts = texts + [text] if text_total <= text_bytes else None  # over: none
+            else:
+                texts = None
             filled += count
         vectors, row_ids = vectors[:filled], row_ids[:filled]
         order = np.argsort(row_ids, kind="stable")
@@ -126,6 +137,8 @@ class VectorMatrix:
         columns = None
         if kept:  # one compact copy: the batches' buffers may be slices of larger reads
             columns = pa.Table.from_batches(kept).combine_chunks()
+            if texts:
+                columns = columns.append_column("text", pa.concat_arrays(texts))
         return cls(version, row_ids, vectors, row_ids[order], order, terms, names, columns)
 
     def nearest(self, query: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
@@ -140,8 +153,9 @@ class VectorMatrix:
         return top, scores[top]
 
     def rows_at(self, positions: np.ndarray) -> list[dict] | None:
-        """The kept columns of the rows at ``positions``, each with its ``_rowid`` (and no
-        ``text``: see ``ChunkStore.fill_text``); ``None`` when no columns were kept."""
+        """The kept columns of the rows at ``positions``, each with its ``_rowid`` (and its
+        ``text`` if that was kept, else none: see ``ChunkStore.fill_text``); ``None`` when no
+        columns were kept."""
         if self.columns is None:
             return None
         rows = self.columns.take(pa.array(positions, type=pa.int64())).to_pylist()
