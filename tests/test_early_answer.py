@@ -200,20 +200,25 @@ def test_only_pyglss_first_answer_can_be_the_one_dropped(caplog):
     assert "answered request 7 before" in caplog.text
 
 
+def session(first: dict, shutdown_id: int) -> subprocess.CompletedProcess:
+    """A real `rag-lsp serve` given ``first``, `initialized`, `shutdown` and `exit` at once."""
+    messages = [first, {"jsonrpc": "2.0", "method": "initialized", "params": {}},
+                {"jsonrpc": "2.0", "id": shutdown_id, "method": "shutdown"},
+                {"jsonrpc": "2.0", "method": "exit"}]
+    return subprocess.run([sys.executable, "-m", "rag_lsp", "serve"],
+                          input=b"".join(encode_frame(m) for m in messages),
+                          capture_output=True, timeout=120)
+
+
 def test_the_server_answers_initialize_once_and_serves_on(tmp_path):
     """The real process: one answer to `initialize` (the early one; pygls's is dropped and
     matched it: no warning), then pygls serves the session it set up from that message."""
-    messages = [initialize(FULL_CLIENT, rootUri=tmp_path.as_uri(),
-                           initializationOptions={"indexPath": str(tmp_path / "index")}),
-                {"jsonrpc": "2.0", "method": "initialized", "params": {}},
-                {"jsonrpc": "2.0", "id": 2, "method": "shutdown"},
-                {"jsonrpc": "2.0", "method": "exit"}]
-    done = subprocess.run([sys.executable, "-m", "rag_lsp", "serve"],
-                          input=b"".join(encode_frame(m) for m in messages),
-                          capture_output=True, timeout=120)
+    first = initialize(FULL_CLIENT, rootUri=tmp_path.as_uri(),
+                       initializationOptions={"indexPath": str(tmp_path / "index")})
+    done = session(first, shutdown_id=2)
     answers = [m for m in frames(done.stdout) if "method" not in m]
     assert [a["id"] for a in answers] == [1, 2], answers
-    assert answers[0]["result"] == early_result(messages[0])
+    assert answers[0]["result"] == early_result(first)
     assert answers[1] == {"jsonrpc": "2.0", "id": 2, "result": None}
     assert b"differs" not in done.stderr and b"could not read" not in done.stderr, done.stderr
     assert done.returncode == 0
@@ -223,17 +228,12 @@ def test_an_initialize_pygls_cannot_read_is_reported_and_the_session_goes_on(tmp
     """A capability value lsprotocol does not know: pygls never answers such a message (it
     did not before either). The client has the early answer, is told what could not be read,
     and its later requests are answered, also one reusing the id."""
-    messages = [initialize({"textDocument": {"hover": {"contentFormat": ["html"]}}},
-                           rootUri=tmp_path.as_uri()),
-                {"jsonrpc": "2.0", "method": "initialized", "params": {}},
-                {"jsonrpc": "2.0", "id": 1, "method": "shutdown"},
-                {"jsonrpc": "2.0", "method": "exit"}]
-    done = subprocess.run([sys.executable, "-m", "rag_lsp", "serve"],
-                          input=b"".join(encode_frame(m) for m in messages),
-                          capture_output=True, timeout=120)
+    first = initialize({"textDocument": {"hover": {"contentFormat": ["html"]}}},
+                       rootUri=tmp_path.as_uri())
+    done = session(first, shutdown_id=1)
     sent = frames(done.stdout)
     answers = [m for m in sent if "method" not in m]
-    assert answers == [{"jsonrpc": "2.0", "id": 1, "result": early_result(messages[0])},
+    assert answers == [{"jsonrpc": "2.0", "id": 1, "result": early_result(first)},
                        {"jsonrpc": "2.0", "id": 1, "result": None}], sent
     shown = [m["params"]["message"] for m in sent if m.get("method") == "window/showMessage"]
     assert any("could not read the editor's `initialize`" in m and "content_format" in m
