@@ -3,15 +3,43 @@ waiting on a search matters more than an index finishing a little sooner."""
 
 from __future__ import annotations
 
+import logging
+import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+log = logging.getLogger(__name__)
+
 # Indexing never waits longer than this for searches, and after such a wait goes on for as
 # long again without waiting: a stream of searches slows it down by half at most, however
 # often it asks (before each file and each chunk).
 MAX_WAIT_SECONDS = 2.0
+# How much lower the CPU priority of background threads (indexing, loading the in-memory
+# copy) is than the rest of the process: when the cores are busy, searches and the editor's
+# own processes go first; when they are not, it changes nothing.
+BACKGROUND_NICENESS = 10
+
+
+def run_in_background() -> None:
+    """Lower the calling thread's CPU priority by ``BACKGROUND_NICENESS``. Linux gives each
+    thread its own nice value (and threads it starts inherit it); elsewhere the call would
+    lower the whole process, so it does nothing. A thread can only lower its own priority:
+    call it first thing in a thread that does nothing but background work, and that starts
+    no thread pool a search will use. Native libraries start their worker threads on first
+    use, and those inherit the priority of the thread that starts them: LanceDB's start when
+    it is imported, so import it before (the query's model session is made by a search or
+    the warm-up, on the search threads)."""
+    if not sys.platform.startswith("linux"):
+        return
+    thread = threading.get_native_id()
+    try:
+        niceness = os.getpriority(os.PRIO_PROCESS, thread)
+        os.setpriority(os.PRIO_PROCESS, thread, min(19, niceness + BACKGROUND_NICENESS))
+    except OSError as exc:  # a sandbox may refuse; the work runs all the same
+        log.debug("could not lower a background thread's priority: %s", exc)
 
 
 class SearchFirst:

@@ -4,8 +4,12 @@ needs. Real model, real LanceDB."""
 
 from __future__ import annotations
 
+import asyncio
+import sys
 import threading
 import time
+
+import pytest
 
 from rag_lsp import priority
 from rag_lsp.config import Settings
@@ -121,3 +125,91 @@ async def test_the_server_marks_a_search_before_the_engine_runs_it(tmp_path, emb
         await lsp.result(RAG_SEARCH, {"query": "handle request kind 2"})
         assert seen == [1]
         assert lsp.server.priority._active == 0  # noqa: SLF001
+
+
+def _niceness() -> int:
+    import os
+
+    return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+
+def _niceness_of_threads(name: str) -> set[int]:
+    """The nice values of this process's threads called ``name`` (Linux)."""
+    from pathlib import Path
+
+    found = set()
+    for task in Path("/proc/self/task").iterdir():
+        try:  # a thread may end meanwhile
+            if (task / "comm").read_text().strip() == name:
+                stat = (task / "stat").read_text()
+                found.add(int(stat[stat.rindex(")") + 2:].split()[16]))
+        except OSError:
+            pass
+    return found
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice is Linux's")
+def test_background_threads_run_below_the_searches_priority(tmp_path, embedder):
+    """Indexing's writer thread and the in-memory copy's loader run BACKGROUND_NICENESS below
+    the rest; LanceDB's worker threads, which serve searches too, do not (a thread pool
+    started from a lowered thread would inherit its priority)."""
+    from rag_lsp.server.jobs import FolderJobs
+
+    base = _niceness()
+    jobs = FolderJobs()
+    try:
+        writer = asyncio.run(jobs.write(_niceness))
+    finally:
+        jobs.close()
+    assert writer == min(19, base + priority.BACKGROUND_NICENESS)
+    assert _niceness() == base  # the caller's own thread is left alone
+
+    loaded: list[int] = []
+    root = tmp_path / "repo"
+    write_files(root, _many_files(3))
+    ws = Workspace.open(root, Settings.from_dict({}), embedder=embedder)
+    ws.index()
+    store = ws._index.store()  # noqa: SLF001
+    load = store._vectors._load  # noqa: SLF001
+    store._vectors._load = lambda: (loaded.append(_niceness()), load())[1]  # noqa: SLF001
+    deadline = time.monotonic() + 30
+    while store.vectors_in_memory() is None:
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    assert loaded == [min(19, base + priority.BACKGROUND_NICENESS)]
+    assert _niceness_of_threads("lancedb-tokio-w") == {base}
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice is Linux's")
+def test_lancedb_first_used_by_the_writer_thread_still_serves_at_normal_priority(tmp_path):
+    """The first use of LanceDB in a process may come from the server's writer thread: its
+    worker threads must not inherit that thread's lowered priority."""
+    import subprocess
+    import textwrap
+
+    script = textwrap.dedent(f"""
+        import asyncio, json, os, sys
+        from pathlib import Path
+        from rag_lsp.server.jobs import FolderJobs
+        assert "lancedb" not in sys.modules
+
+        def first_use():
+            import lancedb
+            lancedb.connect({str(tmp_path / "db")!r}).create_table("t", [{{"a": 1}}]).count_rows()
+
+        jobs = FolderJobs()
+        asyncio.run(jobs.write(first_use))
+        nice = set()
+        for task in Path("/proc/self/task").iterdir():
+            try:  # a thread may end meanwhile
+                if (task / "comm").read_text().strip() == "lancedb-tokio-w":
+                    stat = (task / "stat").read_text()
+                    nice.add(int(stat[stat.rindex(")") + 2:].split()[16]))
+            except OSError:
+                pass
+        print(json.dumps(sorted(nice)), flush=True)
+        os._exit(0)  # what is checked is above; LanceDB's threads at exit are not the point
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == f"[{_niceness()}]", done.stderr

@@ -23,14 +23,26 @@ from functools import partial
 from typing import Any, TypeVar
 
 from rag_lsp.errors import WorkspaceClosedError
+from rag_lsp.priority import run_in_background
 from rag_lsp.server.tasks import spawn
 
 T = TypeVar("T")
 
 
+def _writer_thread_starts() -> None:
+    """Below the searches' priority, once LanceDB's worker threads exist: they start when it
+    is imported and serve the searches too (started from here, they would inherit the
+    lowered priority; the engine is imported by now in a server, not always in a test)."""
+    import lancedb  # noqa: F401
+
+    run_in_background()
+
+
 class FolderJobs:
     def __init__(self) -> None:
-        self._writer = ThreadPoolExecutor(1, thread_name_prefix="rag-index")
+        # Writes run below the searches' CPU priority (index runs, file updates, compaction).
+        self._writer = ThreadPoolExecutor(1, thread_name_prefix="rag-index",
+                                          initializer=_writer_thread_starts)
         self._tasks: set[asyncio.Task] = set()
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self.closed = False

@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rag_lsp.memory import return_freed_memory
+from rag_lsp.priority import run_in_background
 from rag_lsp.store.term_index import TermIndex, TermIndexBuilder
 from rag_lsp.terms import path_terms
 
@@ -204,6 +205,7 @@ class VectorCache:
         threading.Thread(target=self._reload, name="rag-vectors").start()
 
     def _reload(self) -> None:
+        run_in_background()  # a load (~0.3 s of CPU at 12k chunks) must not slow searches
         drops = self._drops
         try:
             matrix = self._load()
