@@ -107,6 +107,7 @@ def test_the_early_answer_is_pyglss(client):
     initialize({}, clientInfo={"version": "1"}),
     initialize({}, workspaceFolders=[{"uri": "file:///x"}]),
     initialize({}, workspaceFolders=["file:///x"]),
+    initialize({}, workspaceFolders=[None]),
     {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}},
     {"jsonrpc": "2.0", "id": 1, "method": "initialize"},
 ], ids=lambda m: json.dumps(m.get("params"))[:60])

@@ -113,7 +113,8 @@ def early_result(message: Any) -> dict[str, Any] | None:
     if params.get("trace") not in (None, *_TRACE_VALUES):
         return None
     if not _named(params.get("clientInfo"), "name") or not all(
-            _named(folder, "uri", "name") for folder in params.get("workspaceFolders") or ()):
+            folder is not None and _named(folder, "uri", "name")
+            for folder in params.get("workspaceFolders") or ()):
         return None
     from_client = client_dependent(params["capabilities"])
     if from_client is None:
