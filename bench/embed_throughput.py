@@ -93,13 +93,13 @@ class NaiveOnnx:
 
     def embed(self, texts: list[str], batch_size: int) -> np.ndarray:
         encodings = self.tokenizer.encode_batch(texts)
-        session = self.embedder._take_bulk_session()  # the session indexing uses
+        bulk = self.embedder._take_bulk()  # the session indexing uses
         try:
-            parts = [self.embedder._run([e.ids for e in encodings[i : i + batch_size]],
-                                        session=session)
+            parts = [bulk.run([e.ids for e in encodings[i : i + batch_size]],
+                              interruptible=False)
                      for i in range(0, len(texts), batch_size)]
         finally:
-            self.embedder._put_bulk_session()
+            self.embedder._put_bulk()
         return np.concatenate(parts)
 
 

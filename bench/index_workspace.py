@@ -12,9 +12,12 @@ which would flatter the figures). Then times ``Workspace.index`` for:
 5. 10 more such edits delivered as file events through ``Workspace.update(paths)``.
 
 The process is set up as the servers have it: glibc's heaps capped as the ``rag-lsp``
-command caps them (before any library starts a thread), and the query's model session made
+command caps them (before any library starts a thread), the query's model session made
 before the run, as a ready folder's warm-up makes it (``--no-query-session``: the indexing
-session alone, as in figures before 2026-11-26).
+session alone, as in figures before 2026-11-26), and indexing's model calls in a child
+process (``--bulk-in-process``: in this process, as ``rag-lsp index`` and figures before
+2026-11-26 (fifteenth session) have them). Peak RSS is given for this process, the child and
+the two together.
 
     .venv/bin/python bench/index_workspace.py --files 50      # quick
     .venv/bin/python bench/index_workspace.py                 # 1,000 files
@@ -131,27 +134,41 @@ def edit_one_function(path: Path, tag: str) -> None:
 
 
 class RssSampler:
-    """Peak resident memory (VmRSS from /proc/self/status) since the last reset()."""
+    """Peak resident memory (VmRSS from /proc) since the last reset(): of this process, of the
+    embedding child it has (``child_pid()``, if any), and of the two together."""
 
-    def __init__(self, interval: float = 0.05):
-        self.peak_kb = 0
+    def __init__(self, interval: float = 0.05, child_pid=lambda: None):
+        self.peak_kb = self.child_peak_kb = self.sum_peak_kb = 0
         self._interval = interval
+        self._child_pid = child_pid
         threading.Thread(target=self._loop, daemon=True).start()
 
     @staticmethod
-    def current_kb() -> int:
-        with open("/proc/self/status", encoding="ascii") as handle:
-            for line in handle:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
+    def current_kb(pid: int | str = "self") -> int:
+        try:
+            with open(f"/proc/{pid}/status", encoding="ascii") as handle:
+                for line in handle:
+                    if line.startswith("VmRSS:"):
+                        return int(line.split()[1])
+        except OSError:  # the child has exited
+            pass
         return 0
 
+    def _sample(self) -> None:
+        own = self.current_kb()
+        pid = self._child_pid()
+        child = self.current_kb(pid) if pid else 0
+        self.peak_kb = max(self.peak_kb, own)
+        self.child_peak_kb = max(self.child_peak_kb, child)
+        self.sum_peak_kb = max(self.sum_peak_kb, own + child)
+
     def reset(self) -> None:
-        self.peak_kb = self.current_kb()
+        self.peak_kb = self.child_peak_kb = self.sum_peak_kb = 0
+        self._sample()
 
     def _loop(self) -> None:
         while True:
-            self.peak_kb = max(self.peak_kb, self.current_kb())
+            self._sample()
             time.sleep(self._interval)
 
 
@@ -163,6 +180,9 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=RESULTS / "index_workspace.json")
     parser.add_argument("--no-query-session", action="store_true",
                         help="do not make the query's model session before the run")
+    parser.add_argument("--bulk-in-process", action="store_true",
+                        help="run indexing's model calls in this process, as `rag-lsp index` "
+                             "does (default: in a child process, as the servers do)")
     args = parser.parse_args()
     # As the rag-lsp command does, before any library starts a thread (MALLOC_ARENA_MAX wins).
     # Here, not at import: other benches import this module for its generator.
@@ -179,12 +199,15 @@ def main() -> int:
     lines = sum(p.read_text("utf-8").count("\n") for p in paths)
     # The model is what is measured: vectors from the shared cache would hide it.
     settings = Settings.from_dict({"indexPath": str(index_dir), "embeddingCache": False})
-    sampler = RssSampler()
-    ws = Workspace.open(root, settings)
+    ws = Workspace.open(root, settings, bulk_in_child=not args.bulk_in_process)
+    sampler = RssSampler(child_pid=lambda: getattr(getattr(ws.embedder, "_bulk", None),
+                                                   "pid", None))
     ws.embedder.embed(["warm up"])
     if not args.no_query_session:
         ws.embedder.embed_query("warm up")  # as a ready folder's warm-up does
-    sessions = "indexing session" if args.no_query_session else "both sessions"
+    sessions = ", ".join(
+        (["indexing session in a child"] if not args.bulk_in_process else ["indexing session"])
+        + ([] if args.no_query_session else ["query session"]))
     rss_model_mb = RssSampler.current_kb() / 1024
     print(f"{len(paths)} files, {lines} lines in {root}; RSS after model load "
           f"({sessions}) {rss_model_mb:.0f} MB", flush=True)
@@ -206,7 +229,9 @@ def main() -> int:
                      "chunks_total": report.chunks_total,
                      "chunks_embedded": report.chunks_embedded,
                      "chunks_reused": report.chunks_reused,
-                     "peak_rss_mb": round(sampler.peak_kb / 1024)})
+                     "peak_rss_mb": round(sampler.peak_kb / 1024),
+                     "child_peak_rss_mb": round(sampler.child_peak_kb / 1024),
+                     "sum_peak_rss_mb": round(sampler.sum_peak_kb / 1024)})
         print(f"  {name}: {seconds:.2f} s, {report.chunks_embedded} embedded", flush=True)
 
     def touch() -> None:
@@ -227,11 +252,12 @@ def main() -> int:
     print(f"\n{args.files} generated files, {lines} lines; ru_maxrss {peak_mb:.0f} MB "
           f"(RSS after model load, {sessions}: {rss_model_mb:.0f} MB)")
     print(f"{'step':<24} {'seconds':>8} {'indexed':>8} {'unchanged':>9} {'chunks':>7} "
-          f"{'embedded':>9} {'reused':>7} {'peak RSS MB':>11}")
+          f"{'embedded':>9} {'reused':>7} {'peak RSS MB':>11} {'child':>6} {'sum':>6}")
     for r in rows:
         print(f"{r['step']:<24} {r['seconds']:>8.2f} {r['files_indexed']:>8} "
               f"{r['files_unchanged']:>9} {r['chunks_total']:>7} {r['chunks_embedded']:>9} "
-              f"{r['chunks_reused']:>7} {r['peak_rss_mb']:>11}")
+              f"{r['chunks_reused']:>7} {r['peak_rss_mb']:>11} {r['child_peak_rss_mb']:>6} "
+              f"{r['sum_peak_rss_mb']:>6}")
     initial = rows[0]
     print(f"initial: {args.files / initial['seconds']:.1f} files/s, "
           f"{initial['chunks_embedded'] / initial['seconds']:.1f} chunks/s embedded")
@@ -240,7 +266,7 @@ def main() -> int:
     args.out.write_text(json.dumps({
         "benchmark": "index_workspace", "date": time.strftime("%Y-%m-%d %H:%M"),
         "files": args.files, "lines": lines, "seed": args.seed, "cpu_count": os.cpu_count(),
-        "query_session": not args.no_query_session,
+        "query_session": not args.no_query_session, "bulk_in_child": not args.bulk_in_process,
         "rss_after_model_load_mb": round(rss_model_mb), "ru_maxrss_mb": round(peak_mb),
         "steps": rows, "command": " ".join(sys.argv),
     }, indent=2), encoding="utf-8")

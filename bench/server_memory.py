@@ -64,7 +64,10 @@ def child(index_dir: Path, root: Path) -> None:
     embedder_module.BULK_IDLE_SECONDS = IDLE_SECONDS  # older code: no such thing, no effect
 
     settings = Settings.from_dict({"indexPath": str(index_dir)})
-    embedder, error = load_embedder(settings, root)
+    try:  # as the server loads it: indexing's model calls in a child process
+        embedder, error = load_embedder(settings, root, bulk_in_child=True)
+    except TypeError:  # code before 2026-11-26 (fifteenth session), which --baseline may run
+        embedder, error = load_embedder(settings, root)
     if embedder is None:
         raise SystemExit(f"the model is needed: {error}")
     embedder.embed_query("warm up")  # the query session, as the first search would

@@ -23,21 +23,30 @@ MAX_WAIT_SECONDS = 2.0
 BACKGROUND_NICENESS = 10
 
 
-def run_in_background() -> None:
-    """Lower the calling thread's CPU priority by ``BACKGROUND_NICENESS``. Linux gives each
-    thread its own nice value (and threads it starts inherit it); elsewhere the call would
-    lower the whole process, so it does nothing. A thread can only lower its own priority:
-    call it first thing in a thread that does nothing but background work, and that starts
-    no thread pool a search will use. Native libraries start their worker threads on first
-    use, and those inherit the priority of the thread that starts them: LanceDB's start when
-    it is imported, so import it before (the query's model session is made by a search or
-    the warm-up, on the search threads)."""
+def background_niceness() -> int:
+    """The nice value of background work: ``BACKGROUND_NICENESS`` below the process's main
+    thread (Linux's niceness is per thread; this is the process's own, whichever thread
+    asks)."""
+    return min(19, os.getpriority(os.PRIO_PROCESS, os.getpid()) + BACKGROUND_NICENESS)
+
+
+def run_in_background(niceness: int | None = None) -> None:
+    """Lower the calling thread's CPU priority to ``niceness`` (default:
+    :func:`background_niceness`). Linux gives each thread its own nice value (and threads
+    it starts inherit it); elsewhere the call would lower the whole process, so it does
+    nothing. A thread can only lower its own priority: call it first thing in a thread
+    that does nothing but background work, and that starts no thread pool a search will
+    use. Native libraries start their worker threads on first use, and those inherit the
+    priority of the thread that starts them: LanceDB's start when it is imported, so import
+    it before (the query's model session is made by a search or the warm-up, on the search
+    threads). A child process started from a lowered thread starts lowered too."""
     if not sys.platform.startswith("linux"):
         return
     thread = threading.get_native_id()
     try:
-        niceness = os.getpriority(os.PRIO_PROCESS, thread)
-        os.setpriority(os.PRIO_PROCESS, thread, min(19, niceness + BACKGROUND_NICENESS))
+        target = background_niceness() if niceness is None else niceness
+        if os.getpriority(os.PRIO_PROCESS, thread) < target:
+            os.setpriority(os.PRIO_PROCESS, thread, target)
     except OSError as exc:  # a sandbox may refuse; the work runs all the same
         log.debug("could not lower a background thread's priority: %s", exc)
 

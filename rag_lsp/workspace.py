@@ -93,13 +93,16 @@ def _with_note(progress: ProgressCallback | None, note: str) -> ProgressCallback
 
 
 def load_embedder(
-    settings: Settings, root: Path | None = None
+    settings: Settings, root: Path | None = None, *, bulk_in_child: bool = False
 ) -> tuple[OnnxEmbedder | None, RagLspError | None]:
-    """The embedding model for ``settings``, or ``None`` and the reason it cannot be used."""
+    """The embedding model for ``settings``, or ``None`` and the reason it cannot be used.
+    ``bulk_in_child``: indexing's model calls run in a child process (for a server, see
+    ``embedding/bulk_worker.py``)."""
     try:
         model_dir = settings.model_path(root) if root is not None else settings.model_dir
         return OnnxEmbedder(find_model(model_dir), batch_size=settings.embed_batch_size,
-                            index_threads=settings.indexing_threads()), None
+                            index_threads=settings.indexing_threads(),
+                            bulk_in_child=bulk_in_child), None
     except (ModelNotFoundError, ModelIntegrityError) as exc:
         log.warning("embedding model unavailable, lexical search only: %s", exc)
         return None, exc
@@ -155,11 +158,13 @@ class Workspace:
         embedder: OnnxEmbedder | None = None,
         model_error: RagLspError | None = None,
         priority: SearchFirst | None = None,
+        bulk_in_child: bool = False,
     ) -> Workspace:
         """Open ``root`` with its ``.rag-lsp.json`` settings (or ``settings``) and the model.
 
         A caller that already loaded the model (or failed to: ``model_error``) passes it in,
-        so several workspaces share one. Raises :class:`~rag_lsp.errors.RagLspError`
+        so several workspaces share one; otherwise it is loaded here (``bulk_in_child``: see
+        :func:`load_embedder`). Raises :class:`~rag_lsp.errors.RagLspError`
         subclasses with a message saying how to fix what is wrong (missing model, invalid
         settings).
         """
@@ -173,7 +178,8 @@ class Workspace:
                 "yet; use a local folder."
             )
         if embedder is None and model_error is None:
-            embedder, model_error = load_embedder(settings, root_path)
+            embedder, model_error = load_embedder(settings, root_path,
+                                                  bulk_in_child=bulk_in_child)
         use_one_blas_thread()
         return cls(root_path, settings, embedder, model_error, priority)
 

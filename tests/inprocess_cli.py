@@ -54,10 +54,10 @@ def share_model(patch: pytest.MonkeyPatch, embedder: Any) -> None:
     files); a ``--model-dir`` or ``modelDir`` of their own still loads, or fails, for real."""
     load = workspace.load_embedder
 
-    def shared(settings, root=None):
+    def shared(settings, root=None, **kwargs):
         model_dir = settings.model_path(root) if root is not None else settings.model_dir
         if model_dir is None and settings.embed_batch_size == embedder.batch_size:
             return embedder, None
-        return load(settings, root)
+        return load(settings, root, **kwargs)
 
     patch.setattr(workspace, "load_embedder", shared)

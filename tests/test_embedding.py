@@ -115,7 +115,7 @@ def test_a_repeated_query_is_embedded_once(embedder, monkeypatch):
     embedder.embed_query("a second query")
     embedder.embed_query("a third query")  # the first is now the least recently used: evicted
     embedder.embed_query("where are redirects followed?")
-    assert len(runs) == 5  # 3 query runs + 1 batch run + the evicted one again
+    assert len(runs) == 4  # 3 query runs + the evicted one again (batches: the bulk session)
 
 
 def _threads(session) -> int:
@@ -128,11 +128,11 @@ def test_indexing_session_is_capped_and_queries_keep_every_core(setting, expecte
     embedder, error = load_embedder(Settings(index_threads=setting))
     assert error is None
     assert embedder.index_threads == expected
-    session = embedder._take_bulk_session()
+    bulk = embedder._take_bulk()
     try:
-        assert _threads(session) == expected
+        assert bulk.threads == expected and _threads(bulk.session) == expected
     finally:
-        embedder._put_bulk_session()
+        embedder._put_bulk()
     embedder.embed_query("where are redirects followed?")
     assert _threads(embedder._query_session) == (os.cpu_count() or 1)
 

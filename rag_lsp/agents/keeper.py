@@ -179,7 +179,8 @@ class WorkspaceKeeper:
         old = self._workspace
         self._workspace = Workspace.open(
             self.root, self._settings if old is None else None,
-            embedder=old.embedder if old else None, model_error=old.model_error if old else None)
+            embedder=old.embedder if old else None, model_error=old.model_error if old else None,
+            bulk_in_child=True)  # a long-running server: indexing's model calls in a child
         self._rules: WorkspaceFilter = self._workspace.event_filter()
         self.had_index = self.had_index or self._workspace.has_index()
         if old is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -10,18 +11,14 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-# onnxruntime's Linux wheels carry Microsoft's 1DS telemetry, which resolves and posts to
-# mobile.events.data.microsoft.com from a native thread (disable_telemetry_events() does not
-# stop it). This variable, read when the library loads, does: no network, as promised. A user
-# who sets it themselves keeps their value.
-os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
-
-import onnxruntime as ort  # noqa: E402 - after the variable above
-
+from rag_lsp.embedding.bulk_worker import BatchInterrupted, BulkWorker, WorkerExited
 from rag_lsp.embedding.model_files import ModelFiles, find_model, load_manifest, verify_files
+from rag_lsp.embedding.onnx_session import new_session, ort, padded, run_pooled
 from rag_lsp.embedding.tokenizer import MAX_MODEL_TOKENS, load_tokenizer
 from rag_lsp.errors import ModelIntegrityError
 from rag_lsp.memory import return_freed_memory
+
+log = logging.getLogger(__name__)
 
 QUERY_CACHE_SIZE = 512  # query vectors kept (1.5 KB each)
 
@@ -30,10 +27,48 @@ DEFAULT_BATCH_SIZE = 32
 # (bench/embed_throughput.py: ~10% over fixed batches of 16), so long texts go 4 at a time
 # and short ones up to the batch size.
 MAX_BATCH_TOKENS = 1024
-# The session that embeds in bulk (indexing) holds ~110 MB: it is loaded with the model (which
-# checks the model), let go after this long unused, so a server whose index is current does
-# not keep it, and made again by the next batch.
+# The session that embeds in bulk (indexing) holds ~135 MB and its arena ~60–110 MB more: it
+# is let go after this long unused, so a server whose index is current does not keep it, and
+# made again by the next batch.
 BULK_IDLE_SECONDS = 60.0
+
+
+class _SessionRunner:
+    """The bulk session in this process (the ``rag-lsp index`` command, library use)."""
+
+    def __init__(self, session: ort.InferenceSession, threads: int):
+        self.session = session
+        self.threads = threads
+        self._lock = threading.Lock()
+        self._runs: set[ort.RunOptions] = set()
+
+    def run(self, ids_list: list[list[int]], *, interruptible: bool) -> np.ndarray:
+        input_ids, mask = padded(ids_list)
+        if not interruptible:
+            return run_pooled(self.session, input_ids, mask)
+        options = ort.RunOptions()
+        with self._lock:
+            self._runs.add(options)
+        try:
+            return run_pooled(self.session, input_ids, mask, options)
+        except Exception:
+            if options.terminate:
+                raise BatchInterrupted from None
+            raise
+        finally:
+            with self._lock:
+                self._runs.discard(options)
+
+    def interrupt(self) -> None:
+        with self._lock:
+            for options in self._runs:
+                options.terminate = True
+
+    def close(self) -> None:
+        self.session = None  # type: ignore[assignment]  # (its memory goes with it)
+
+
+BulkRunner = _SessionRunner | BulkWorker
 
 
 class OnnxEmbedder:
@@ -45,7 +80,8 @@ class OnnxEmbedder:
 
     ``threads`` (default: every core) serves search queries; ``index_threads`` (default:
     ``threads``) caps the session that embeds in bulk, so indexing can leave a core to the
-    editor while a search still gets them all.
+    editor while a search still gets them all. ``bulk_in_child`` runs that session in a child
+    process (``bulk_worker.py``): for a long-running server, whose memory it would be.
     """
 
     def __init__(
@@ -57,6 +93,7 @@ class OnnxEmbedder:
         threads: int | None = None,
         index_threads: int | None = None,
         verify: bool = True,
+        bulk_in_child: bool = False,
     ):
         manifest = load_manifest()
         self.files = files
@@ -73,38 +110,32 @@ class OnnxEmbedder:
         self._tokenizer.no_padding()
         self.threads = threads or os.cpu_count() or 1
         self.index_threads = index_threads or self.threads
-        # Loading the bulk session now checks the model; unused, it goes after a while.
-        self._bulk_session: ort.InferenceSession | None = self._new_session(
-            self.index_threads, spinning=True)
+        # (POSIX only: the child's stop pipe is passed as an inherited descriptor.)
+        self.bulk_in_child = bulk_in_child and os.name == "posix"
+        self._query_session: ort.InferenceSession | None = None
+        self._query_session_lock = threading.Lock()
+        self._bulk: BulkRunner | None = None
         self._bulk_lock = threading.Lock()
         self._bulk_users = 0
         self._bulk_last_used = time.monotonic()
         self._bulk_timer: threading.Timer | None = None
-        self._release_bulk_later(BULK_IDLE_SECONDS)
-        self._query_session: ort.InferenceSession | None = None
-        self._query_session_lock = threading.Lock()
+        # Loading a session now checks the model: the bulk one (unused, it goes after a
+        # while), or with the bulk session in a child, the query's, which a server makes
+        # anyway.
+        if bulk_in_child:
+            self._query_session_ready()
+        else:
+            self._bulk = self._new_bulk()
+            self._release_bulk_later(BULK_IDLE_SECONDS)
         # Typing in a search box asks the same query again and again (a pause, a backspace):
         # its vector is kept, most recently used last.
         self._query_vectors: OrderedDict[str, np.ndarray] = OrderedDict()
         self._query_vectors_lock = threading.Lock()
-        self._input_names = {i.name for i in self._bulk_session.get_inputs()}
-        self._background_lock = threading.Lock()
-        self._background_runs: set[ort.RunOptions] = set()
 
     def _new_session(self, threads: int, *, spinning: bool) -> ort.InferenceSession:
-        """A session on ``threads`` threads. ``spinning``: its threads busy-wait between calls,
-        which speeds up back-to-back batches but would keep both cores busy for a while after
-        each lone query (slowing the index lookups that follow it by ~15 ms on two cores)."""
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        if not spinning:
-            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        """A session on ``threads`` threads (see :func:`new_session`)."""
         try:
-            return ort.InferenceSession(
-                str(self.files.onnx_path), options, providers=["CPUExecutionProvider"]
-            )
+            return new_session(str(self.files.onnx_path), threads, spinning=spinning)
         except Exception as exc:  # onnxruntime raises several types for unreadable graphs
             raise ModelIntegrityError(
                 f"onnxruntime cannot load {self.files.onnx_path} ({exc}). Run "
@@ -141,34 +172,66 @@ class OnnxEmbedder:
         size = batch_size or self.batch_size
         encodings = self._tokenizer.encode_batch(list(texts))
         lengths = [len(e.ids) for e in encodings]
-        session = self._take_bulk_session()
+        bulk = self._take_bulk()
         try:
             for batch in self._batches(lengths, size):
                 ids = [encodings[i].ids for i in batch]
-                if before_batch is None:
-                    out[batch] = self._run(ids, session=session)
-                else:
-                    out[batch] = self._run_in_background(ids, before_batch, session)
+                try:
+                    out[batch] = self._run_bulk(bulk, ids, before_batch)
+                except WorkerExited as exc:  # killed (out of memory?): once more, in a new one
+                    log.warning("%s; starting another", exc)
+                    bulk = self._replace_bulk(bulk)
+                    out[batch] = self._run_bulk(bulk, ids, before_batch)
                 if on_batch is not None:
                     on_batch(len(batch))
         finally:
-            self._put_bulk_session()
+            self._put_bulk()
         return out
+
+    def _run_bulk(self, bulk: BulkRunner, ids: list[list[int]],
+                  before_batch: Callable[[], None] | None) -> np.ndarray:
+        if before_batch is None:
+            return bulk.run(ids, interruptible=False)
+        before_batch()
+        try:
+            return bulk.run(ids, interruptible=True)
+        except BatchInterrupted:
+            pass
+        # Interrupted once: the retry is not interruptible, so a steady stream of searches
+        # slows indexing down but can never stall it.
+        before_batch()
+        return bulk.run(ids, interruptible=False)
 
     # ---- the bulk session: made when needed, let go when idle ------------------------------
 
-    def _take_bulk_session(self) -> ort.InferenceSession:
+    def _new_bulk(self) -> BulkRunner:
+        if self.bulk_in_child:
+            return BulkWorker(self.files.onnx_path, self.index_threads, self.dimension)
+        return _SessionRunner(self._new_session(self.index_threads, spinning=True),
+                              self.index_threads)
+
+    def _take_bulk(self) -> BulkRunner:
         with self._bulk_lock:
             self._bulk_users += 1
-            if self._bulk_session is None:
+            if self._bulk is None:
                 try:
-                    self._bulk_session = self._new_session(self.index_threads, spinning=True)
+                    self._bulk = self._new_bulk()
                 except BaseException:
                     self._bulk_users -= 1
                     raise
-            return self._bulk_session
+            return self._bulk
 
-    def _put_bulk_session(self) -> None:
+    def _replace_bulk(self, broken: BulkRunner) -> BulkRunner:
+        with self._bulk_lock:
+            if self._bulk is broken:
+                self._bulk = None
+        broken.close()
+        with self._bulk_lock:
+            if self._bulk is None:
+                self._bulk = self._new_bulk()
+            return self._bulk
+
+    def _put_bulk(self) -> None:
         with self._bulk_lock:
             self._bulk_users -= 1
             self._bulk_last_used = time.monotonic()
@@ -185,18 +248,28 @@ class OnnxEmbedder:
     def _release_idle_bulk(self) -> None:
         with self._bulk_lock:
             self._bulk_timer = None
-            if self._bulk_users or self._bulk_session is None:
+            if self._bulk_users or self._bulk is None:
                 return
             idle = time.monotonic() - self._bulk_last_used
             if idle < BULK_IDLE_SECONDS:  # used again meanwhile: wait for the rest
                 self._release_bulk_later(BULK_IDLE_SECONDS - idle)
                 return
-            self._bulk_session = None
+            bulk, self._bulk = self._bulk, None
+        bulk.close()
         return_freed_memory()
 
     @property
     def holds_bulk_session(self) -> bool:
-        return self._bulk_session is not None
+        return self._bulk is not None
+
+    def close(self) -> None:
+        """Let go of the bulk session now (with ``bulk_in_child``, end the child); the next
+        batch makes it again."""
+        with self._bulk_lock:
+            if self._bulk_users or self._bulk is None:
+                return
+            bulk, self._bulk = self._bulk, None
+        bulk.close()
 
     def _batches(self, lengths: list[int], size: int) -> list[list[int]]:
         """Indices sorted by length, cut into batches within the size and token budget."""
@@ -245,45 +318,11 @@ class OnnxEmbedder:
                       session=self._query_session_ready())
 
     def interrupt_background(self) -> None:
-        """Stop the background batches running now (they are retried): a search has come in,
-        and on a small machine it should not share the cores with indexing."""
-        with self._background_lock:
-            for options in self._background_runs:
-                options.terminate = True
+        """Stop the background batch running now (it is retried): a search has come in, and
+        on a small machine it should not share the cores with indexing."""
+        bulk = self._bulk
+        if bulk is not None:
+            bulk.interrupt()
 
-    def _run_in_background(self, ids: list[list[int]], before_batch: Callable[[], None],
-                           session: ort.InferenceSession) -> np.ndarray:
-        before_batch()
-        options = ort.RunOptions()
-        with self._background_lock:
-            self._background_runs.add(options)
-        try:
-            return self._run(ids, options, session=session)
-        except Exception:
-            if not options.terminate:
-                raise
-        finally:
-            with self._background_lock:
-                self._background_runs.discard(options)
-        # Interrupted once: the retry is not interruptible, so a steady stream of searches
-        # slows indexing down but can never stall it.
-        before_batch()
-        return self._run(ids, session=session)
-
-    def _run(self, ids_list: list[list[int]], options: ort.RunOptions | None = None, *,
-             session: ort.InferenceSession) -> np.ndarray:
-        longest = max(len(ids) for ids in ids_list)
-        input_ids = np.zeros((len(ids_list), longest), dtype=np.int64)
-        mask = np.zeros_like(input_ids)
-        for row, ids in enumerate(ids_list):
-            input_ids[row, : len(ids)] = ids
-            mask[row, : len(ids)] = 1
-        feeds = {"input_ids": input_ids, "attention_mask": mask}
-        if "token_type_ids" in self._input_names:
-            feeds["token_type_ids"] = np.zeros_like(input_ids)
-        hidden = session.run(None, feeds, options)[0]
-        # Mean over real tokens only, then unit length: cosine similarity becomes a dot product.
-        weights = mask[:, :, None].astype(np.float32)
-        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return pooled / np.clip(norms, 1e-12, None)
+    def _run(self, ids_list: list[list[int]], *, session: ort.InferenceSession) -> np.ndarray:
+        return run_pooled(session, *padded(ids_list))

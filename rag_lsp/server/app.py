@@ -10,6 +10,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,20 +18,14 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from rag_lsp import __version__, memory
-from rag_lsp.config import (
-    Settings,
-    validate_settings,
-)
+from rag_lsp.config import Settings, validate_settings
 from rag_lsp.context.modes import unknown_mode_message
 from rag_lsp.errors import RagLspError
 from rag_lsp.priority import SearchFirst
 from rag_lsp.server.client_settings import ClientSettings, only_search_changed
 from rag_lsp.server.errors import RagRequestError, bad_input, not_initialized
 from rag_lsp.server.features import indexing, watching
-from rag_lsp.server.folders import (
-    FolderIndex,
-    uri_to_path,
-)
+from rag_lsp.server.folders import FolderIndex, uri_to_path
 from rag_lsp.server.methods import RAG_INDEX_STATUS, SETTINGS_SECTION
 from rag_lsp.server.registry import FolderRegistry
 from rag_lsp.server.status import DISABLED_MESSAGE, index_status, server_status
@@ -152,9 +147,9 @@ class RagServer(LanguageServer):
 
         roots = [uri_to_path(u) for u in self._folder_uris()]
         root = next((r for r in roots if r is not None), None)
+        # Indexing's model calls in a child: a server's memory stays that of its searches.
         self.embedder, self.model_error = await asyncio.get_running_loop().run_in_executor(
-            self.search_pool, load_embedder, self.settings, root
-        )
+            self.search_pool, partial(load_embedder, self.settings, root, bulk_in_child=True))
         self._model_key = key
         if self.model_error is not None:
             self.show(types.MessageType.Warning, self.degraded_message(), once=True)

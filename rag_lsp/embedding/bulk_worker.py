@@ -1,0 +1,284 @@
+"""Indexing's model calls in a child process, for a long-running server.
+
+Why: the session that embeds in bulk holds ~135 MB, and its memory arena grows to fit the
+largest batch (~60–110 MB more) and keeps it. In a language server that sits beside the
+editor for days, that is most of its memory while it indexes (bench/index_workspace.py). In
+a child the server holds only the query's session; the child runs at the background
+priority as a whole process (every thread onnxruntime starts) and exits once idle, handing
+everything back. The cost: ~60 MB for the child's own interpreter while it lives, ~0.6 s to
+start it, and a copy of each batch's ids and vectors through a pipe (~0.1 ms a batch).
+
+Both ends are here, so the wire format is in one place:
+
+- parent -> child (stdin): ``<QII`` request number, rows, columns; the rows' lengths
+  (int32); the ids, zero-padded to ``rows × columns`` (int32).
+- child -> parent (stdout): ``<QBI`` request number, status, payload bytes; the payload
+  (``VECTORS``: float32 ``rows × dimension``; ``FAILED``: a UTF-8 message). ``READY`` (request 0)
+  comes first, once the model has loaded.
+- interrupting (a pipe of its own, so it is read while a call runs): ``<Q`` the request to
+  stop. The call stops mid-way and answers ``INTERRUPTED``; the parent runs it again later.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import BinaryIO
+
+import numpy as np
+
+from rag_lsp.errors import ModelIntegrityError, RagLspError
+from rag_lsp.priority import background_niceness, run_in_background
+
+_REQUEST = struct.Struct("<QII")
+_ANSWER = struct.Struct("<QBI")
+_STOP = struct.Struct("<Q")
+READY, VECTORS, INTERRUPTED, FAILED = range(4)
+START_TIMEOUT_SECONDS = 120.0  # loading the model takes ~0.6 s; a loaded machine, longer
+
+
+class BatchInterrupted(Exception):
+    """The call was stopped for a search; run it again after the search."""
+
+
+class WorkerExited(RagLspError):
+    """The child process ended or stopped answering; a new one may do better."""
+
+
+def _read_exactly(stream: BinaryIO, size: int) -> bytes | None:
+    data = stream.read(size)
+    return data if len(data) == size else None
+
+
+# ---- the parent's end ------------------------------------------------------------------------
+
+
+class BulkWorker:
+    """One child process running the model on ``threads`` threads. Calls are serialised (the
+    child runs one at a time); :meth:`interrupt` may come from any thread."""
+
+    def __init__(self, onnx_path: Path, threads: int, dimension: int):
+        self.threads = threads
+        self.dimension = dimension
+        stop_read, stop_write = os.pipe()
+        package_parent = str(Path(__file__).resolve().parents[2])
+        env = dict(os.environ)  # the child imports this very rag_lsp, wherever it lives
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (package_parent, env.get("PYTHONPATH")) if p)
+        try:
+            # At the background priority: the parent's, whichever of its threads starts it.
+            self._process = subprocess.Popen(
+                [sys.executable, "-m", "rag_lsp.embedding.bulk_worker", str(onnx_path),
+                 str(threads), str(stop_read), str(background_niceness())],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, pass_fds=(stop_read,), env=env)
+        except OSError as exc:
+            os.close(stop_write)
+            raise WorkerExited(f"cannot start the embedding process: {exc}") from exc
+        finally:
+            os.close(stop_read)
+        self._stop = os.fdopen(stop_write, "wb", buffering=0)
+        self._lock = threading.Lock()
+        self._stop_lock = threading.Lock()
+        self._sent = 0
+        self._interruptible: int | None = None  # the background call under way
+        self._ready()
+
+    def _ready(self) -> None:
+        # The child reports whether the model loaded; a broken model is the user's to fix.
+        timer = threading.Timer(START_TIMEOUT_SECONDS, self._process.kill)
+        timer.start()
+        try:
+            number, status, payload = self._answer()
+        finally:
+            timer.cancel()
+        if status == FAILED:
+            self.close()
+            raise ModelIntegrityError(payload.decode("utf-8", "replace"))
+        if status != READY or number != 0:
+            self.close()
+            raise WorkerExited(f"the embedding process answered {status} before it was ready")
+
+    @property
+    def pid(self) -> int:
+        return self._process.pid
+
+    def run(self, ids_list: list[list[int]], *, interruptible: bool) -> np.ndarray:
+        """The batch's vectors. Raises :class:`BatchInterrupted` when an ``interruptible``
+        call was stopped, :class:`WorkerExited` when the child is gone."""
+        lengths = np.fromiter((len(ids) for ids in ids_list), dtype=np.int32,
+                              count=len(ids_list))
+        ids = np.zeros((len(ids_list), int(lengths.max())), dtype=np.int32)
+        for row, row_ids in enumerate(ids_list):
+            ids[row, : len(row_ids)] = row_ids
+        with self._lock:
+            self._sent += 1
+            number = self._sent
+            if interruptible:
+                with self._stop_lock:
+                    self._interruptible = number
+            try:
+                self._send(_REQUEST.pack(number, *ids.shape) + lengths.tobytes() + ids.tobytes())
+                answered, status, payload = self._answer()
+            finally:
+                with self._stop_lock:
+                    self._interruptible = None
+        if answered != number:
+            raise WorkerExited(f"the embedding process answered call {answered}, not {number}")
+        if status == INTERRUPTED:
+            raise BatchInterrupted
+        if status == FAILED:
+            raise RagLspError(f"embedding failed: {payload.decode('utf-8', 'replace')}")
+        return np.frombuffer(payload, dtype=np.float32).reshape(len(ids_list), self.dimension)
+
+    def interrupt(self) -> None:
+        """Stop the background call under way, if there is one."""
+        with self._stop_lock:
+            if self._interruptible is None:
+                return
+            try:
+                self._stop.write(_STOP.pack(self._interruptible))
+            except OSError:
+                pass  # gone: the call under way reports it
+
+    def _send(self, data: bytes) -> None:
+        try:
+            assert self._process.stdin is not None
+            self._process.stdin.write(data)
+            self._process.stdin.flush()
+        except OSError as exc:
+            raise self._exited() from exc
+
+    def _answer(self) -> tuple[int, int, bytes]:
+        assert self._process.stdout is not None
+        header = _read_exactly(self._process.stdout, _ANSWER.size)
+        if header is None:
+            raise self._exited()
+        number, status, size = _ANSWER.unpack(header)
+        payload = _read_exactly(self._process.stdout, size)
+        if payload is None:
+            raise self._exited()
+        return number, status, payload
+
+    def _exited(self) -> WorkerExited:
+        try:
+            code = self._process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            code = self._process.wait()
+        return WorkerExited(f"the embedding process {self.pid} exited (code {code})")
+
+    def close(self) -> None:
+        """End the child (it exits when its input closes) and wait for it."""
+        for stream in (self._process.stdin, self._stop):
+            try:
+                if stream is not None:
+                    stream.close()
+            except OSError:
+                pass
+        try:
+            self._process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+        if self._process.stdout is not None:
+            self._process.stdout.close()
+
+
+# ---- the child's end ------------------------------------------------------------------------
+
+
+class _Calls:
+    """The call under way and the stops asked for, shared with the thread reading stops."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.number = 0
+        self.options = None
+        self.stopped = 0  # the latest call a stop was asked for (it may not have started)
+
+    def stop(self, number: int) -> None:
+        with self.lock:
+            self.stopped = max(self.stopped, number)
+            if number == self.number and self.options is not None:
+                self.options.terminate = True
+
+
+def _read_stops(stream: BinaryIO, calls: _Calls) -> None:
+    while (data := _read_exactly(stream, _STOP.size)) is not None:
+        calls.stop(_STOP.unpack(data)[0])
+
+
+def _serve(session, requests: BinaryIO, answers: BinaryIO, calls: _Calls) -> None:
+    import onnxruntime as ort
+
+    from rag_lsp.embedding.onnx_session import run_pooled
+
+    def answer(number: int, status: int, payload: bytes = b"") -> None:
+        answers.write(_ANSWER.pack(number, status, len(payload)) + payload)
+        answers.flush()
+
+    answer(0, READY)
+    while (header := _read_exactly(requests, _REQUEST.size)) is not None:
+        number, rows, columns = _REQUEST.unpack(header)
+        body = _read_exactly(requests, 4 * rows * (columns + 1))
+        if body is None:
+            return
+        lengths = np.frombuffer(body[: 4 * rows], dtype=np.int32)
+        ids = np.frombuffer(body[4 * rows:], dtype=np.int32).reshape(rows, columns)
+        mask = (np.arange(columns)[None, :] < lengths[:, None]).astype(np.int64)
+        options = ort.RunOptions()
+        with calls.lock:
+            calls.number, calls.options = number, options
+            stopped = calls.stopped >= number
+        try:
+            if stopped:
+                raise BatchInterrupted
+            vectors = run_pooled(session, ids.astype(np.int64), mask, options)
+        except Exception as exc:
+            if stopped or options.terminate:
+                answer(number, INTERRUPTED)
+            else:
+                answer(number, FAILED, f"{type(exc).__name__}: {exc}".encode())
+            continue
+        finally:
+            with calls.lock:
+                calls.options = None
+        answer(number, VECTORS, np.ascontiguousarray(vectors, dtype=np.float32).tobytes())
+
+
+def main(argv: list[str] | None = None) -> int:
+    onnx_path, threads, stop_fd, niceness = (argv or sys.argv[1:])[:4]
+    # Private streams for the wire; anything a library prints goes to stderr instead.
+    answers = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    requests = sys.stdin.buffer
+    from rag_lsp.memory import limit_malloc_arenas
+
+    run_in_background(int(niceness))  # first, so every thread started from here inherits it
+    limit_malloc_arenas()
+    from rag_lsp.embedding.onnx_session import new_session
+
+    try:
+        session = new_session(onnx_path, int(threads), spinning=True)
+    except Exception as exc:  # onnxruntime raises several types for unreadable graphs
+        message = (f"onnxruntime cannot load {onnx_path} ({exc}). Run `rag-lsp model install "
+                   "--force`, or point modelDir at a valid export.").encode()
+        answers.write(_ANSWER.pack(0, FAILED, len(message)) + message)
+        answers.flush()
+        return 1
+    calls = _Calls()
+    stops = os.fdopen(int(stop_fd), "rb", buffering=0)
+    threading.Thread(target=_read_stops, args=(stops, calls), daemon=True).start()
+    try:
+        _serve(session, requests, answers, calls)
+    except BrokenPipeError:
+        pass  # the parent is gone
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,174 @@
+"""Indexing's model calls in a child process (``embedding/bulk_worker.py``): the same vectors
+as in process, stopped for a search and run again, a child that dies replaced, a broken
+model reported with its fix, and no child left behind (idle, or its parent gone)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from rag_lsp import priority
+from rag_lsp.embedding import embedder as embedder_module
+from rag_lsp.embedding.bulk_worker import BatchInterrupted, BulkWorker, _Calls
+from rag_lsp.embedding.embedder import OnnxEmbedder
+from rag_lsp.errors import ModelIntegrityError
+
+TEXTS = ["def follow_redirects(response, max_hops=5): ...",
+         "class LRUCache:\n    \"\"\"Least recently used entries go first.\"\"\"",
+         "Retries back off exponentially " * 40]  # long: cut at the model's 256 word-pieces
+# One slow batch: 32 texts of 256 word-pieces take ~1 s on one thread.
+LONG_BATCH = [f"chunk {i} of a long module with many words in it " * 40 for i in range(32)]
+
+
+@pytest.fixture(scope="module")
+def child_embedder(model_files):
+    embedder = OnnxEmbedder(model_files, index_threads=1, bulk_in_child=True)
+    yield embedder
+    embedder.close()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie (exited, not yet waited for) counts as gone.
+    with open(f"/proc/{pid}/stat") as stat:
+        return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def test_the_child_gives_the_vectors_the_process_gives(child_embedder, embedder):
+    vectors = child_embedder.embed(TEXTS)
+    assert child_embedder.holds_bulk_session and isinstance(child_embedder._bulk, BulkWorker)
+    assert vectors.shape == (3, 384) and vectors.dtype == np.float32
+    np.testing.assert_allclose(vectors, embedder.embed(TEXTS), atol=1e-6)
+    # Queries stay in this process, on a session of their own.
+    np.testing.assert_allclose(child_embedder.embed_query(TEXTS[0]), vectors[0], atol=1e-5)
+
+
+@pytest.mark.parametrize("in_child", [True, False])
+def test_a_background_batch_is_stopped_for_a_search_and_run_again(in_child, child_embedder,
+                                                                   embedder, monkeypatch):
+    target = child_embedder if in_child else embedder
+    monkeypatch.setattr(target, "max_batch_tokens", 10**6)  # LONG_BATCH is one batch
+    expected = embedder.embed(LONG_BATCH[:2])
+    bulk = target._take_bulk()
+    outcomes: list[str] = []
+    try:
+        stopper = threading.Timer(0.3, target.interrupt_background)
+        stopper.start()
+        started = time.monotonic()
+        try:
+            bulk.run([e.ids for e in target._tokenizer.encode_batch(LONG_BATCH)],
+                     interruptible=True)
+            outcomes.append("finished")
+        except BatchInterrupted:
+            outcomes.append(f"stopped after {time.monotonic() - started:.2f} s")
+        stopper.join()
+    finally:
+        target._put_bulk()
+    assert outcomes[0].startswith("stopped"), outcomes
+    # The embedder runs a stopped batch again after the search: every vector is right.
+    calls: list[str] = []
+    threading.Timer(0.3, target.interrupt_background).start()
+    vectors = target.embed(LONG_BATCH, before_batch=lambda: calls.append("before"))
+    assert calls == ["before", "before"]  # one batch: stopped once, then run to the end
+    np.testing.assert_allclose(vectors[:2], expected, atol=1e-6)
+
+
+def test_a_stop_that_arrives_before_its_call_still_stops_it():
+    calls = _Calls()
+    calls.stop(3)  # the child has not read call 3 yet
+    assert calls.stopped >= 3
+    calls.stop(2)  # a late stop of an earlier call changes nothing
+    assert calls.stopped == 3
+
+
+def test_a_foreground_call_is_never_stopped(child_embedder):
+    threading.Timer(0.2, child_embedder.interrupt_background).start()
+    vectors = child_embedder.embed(LONG_BATCH)  # no before_batch: the CLI's whole run
+    assert np.isfinite(vectors).all() and np.allclose(np.linalg.norm(vectors, axis=1), 1)
+
+
+def test_a_child_that_dies_is_replaced_and_the_batch_run_again(child_embedder, embedder,
+                                                               caplog):
+    child_embedder.embed(TEXTS[:1])
+    old_pid = child_embedder._bulk.pid
+    os.kill(old_pid, signal.SIGKILL)
+    vectors = child_embedder.embed(TEXTS)
+    np.testing.assert_allclose(vectors, embedder.embed(TEXTS), atol=1e-6)
+    assert child_embedder._bulk.pid != old_pid and not _alive(old_pid)
+    assert f"the embedding process {old_pid} exited" in caplog.text
+
+
+def test_a_model_the_child_cannot_load_is_reported_with_its_fix(tmp_path):
+    broken = tmp_path / "model.onnx"
+    broken.write_bytes(b"not an onnx graph")
+    with pytest.raises(ModelIntegrityError, match="rag-lsp model install --force"):
+        BulkWorker(broken, 1, 384)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice is Linux's")
+def test_the_child_runs_below_the_searches_priority(child_embedder):
+    child_embedder.embed(TEXTS[:1])
+    base = os.getpriority(os.PRIO_PROCESS, 0)
+    assert os.getpriority(os.PRIO_PROCESS, child_embedder._bulk.pid) == min(
+        19, base + priority.BACKGROUND_NICENESS)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice is Linux's")
+def test_a_child_started_by_the_lowered_writer_thread_is_lowered_once(model_files):
+    """The server's writer thread, already 10 levels down, starts the child: it runs 10
+    levels below the process, not 20."""
+    started: list[int] = []
+
+    def writer() -> None:
+        priority.run_in_background()
+        embedder = OnnxEmbedder(model_files, index_threads=1, bulk_in_child=True)
+        embedder.embed(TEXTS[:1])
+        started.append(os.getpriority(os.PRIO_PROCESS, embedder._bulk.pid))
+        embedder.close()
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    thread.join()
+    assert started == [min(19, os.getpriority(os.PRIO_PROCESS, 0)
+                           + priority.BACKGROUND_NICENESS)]
+
+
+def test_an_idle_child_exits(model_files, monkeypatch):
+    monkeypatch.setattr(embedder_module, "BULK_IDLE_SECONDS", 0.2)
+    embedder = OnnxEmbedder(model_files, index_threads=1, bulk_in_child=True)
+    embedder.embed(TEXTS[:1])
+    pid = embedder._bulk.pid
+    deadline = time.monotonic() + 10
+    while (embedder.holds_bulk_session or _alive(pid)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not embedder.holds_bulk_session and not _alive(pid)
+
+
+def test_the_child_exits_with_its_parent(model_files):
+    """A server killed outright leaves no embedding process behind: the child's input closes."""
+    script = (
+        "import os, sys\n"
+        "from rag_lsp.embedding.embedder import OnnxEmbedder\n"
+        "from rag_lsp.embedding.model_files import find_model\n"
+        f"e = OnnxEmbedder(find_model({str(model_files.onnx_path.parent)!r}), "
+        "index_threads=1, bulk_in_child=True)\n"
+        "e.embed(['x'])\n"
+        "print(e._bulk.pid, flush=True)\n"
+        "os._exit(0)\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=120, check=True).stdout
+    pid = int(out.split()[-1])
+    deadline = time.monotonic() + 10
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(pid)
