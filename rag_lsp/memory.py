@@ -20,12 +20,9 @@ def return_freed_memory() -> None:
     reuse, so the buffers a big read went through, or a model session let go, stay resident
     otherwise: 180 MB after loading 100k vectors (bench/server_memory.py). The glibc part is
     a no-op off Linux or on another C library."""
-    try:  # Arrow's allocator (mimalloc) keeps what a large read freed, on every platform
-        import pyarrow
-
+    pyarrow = sys.modules.get("pyarrow")  # (never imported here: the embedding child has none)
+    if pyarrow is not None:  # Arrow's allocator (mimalloc) keeps what a large read freed
         pyarrow.default_memory_pool().release_unused()
-    except ImportError:
-        pass
     if not sys.platform.startswith("linux"):
         return
     try:

@@ -16,9 +16,13 @@ import pytest
 
 from rag_lsp import priority
 from rag_lsp.embedding import embedder as embedder_module
-from rag_lsp.embedding.bulk_worker import BatchInterrupted, BulkWorker, _Calls
+from rag_lsp.embedding.bulk_worker import BatchInterrupted, BulkWorker, WorkerExited, _Calls
 from rag_lsp.embedding.embedder import OnnxEmbedder
 from rag_lsp.errors import ModelIntegrityError
+
+# The child is POSIX's (its stop pipe is an inherited descriptor); /proc is Linux's.
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                reason="the embedding child runs on POSIX; checked via /proc")
 
 TEXTS = ["def follow_redirects(response, max_hops=5): ...",
          "class LRUCache:\n    \"\"\"Least recently used entries go first.\"\"\"",
@@ -106,6 +110,63 @@ def test_a_child_that_dies_is_replaced_and_the_batch_run_again(child_embedder, e
     np.testing.assert_allclose(vectors, embedder.embed(TEXTS), atol=1e-6)
     assert child_embedder._bulk.pid != old_pid and not _alive(old_pid)
     assert f"the embedding process {old_pid} exited" in caplog.text
+
+
+def test_a_closed_child_says_so_and_a_stop_for_it_is_harmless(model_files):
+    worker = BulkWorker(model_files.onnx_path, 1, 384)
+    worker.close()
+    worker.interrupt()  # a search after another folder replaced it: no error
+    with pytest.raises(WorkerExited, match="was ended"):
+        worker.run([[101, 102]], interruptible=True)
+
+
+def test_a_background_call_waiting_for_another_is_stopped_by_a_search(model_files):
+    """Two folders share the child: a search stops the call under way and the one waiting."""
+    worker = BulkWorker(model_files.onnx_path, 1, 384)
+    outcome: list[str] = []
+
+    def waiting_call() -> None:
+        try:
+            worker.run([[101, 2000, 102]], interruptible=True)
+            outcome.append("ran")
+        except BatchInterrupted:
+            outcome.append("stopped")
+
+    try:
+        with worker._lock:  # another folder's call under way
+            thread = threading.Thread(target=waiting_call)
+            thread.start()
+            time.sleep(0.2)
+            worker.interrupt()
+        thread.join(timeout=30)
+        assert outcome == ["stopped"]
+        assert worker.run([[101, 2000, 102]], interruptible=True).shape == (1, 384)
+    finally:
+        worker.close()
+
+
+def test_the_workspace_folder_cannot_put_modules_into_the_child(model_files, tmp_path,
+                                                                 monkeypatch):
+    """The server runs in the user's workspace; a numpy.py there must not run in the child."""
+    marker = tmp_path / "imported"
+    (tmp_path / "numpy.py").write_text(
+        f"open({str(marker)!r}, 'w').write('imported')\nraise ImportError('not numpy')\n")
+    monkeypatch.chdir(tmp_path)
+    worker = BulkWorker(model_files.onnx_path, 1, 384)
+    try:
+        assert worker.run([[101, 2000, 102]], interruptible=False).shape == (1, 384)
+    finally:
+        worker.close()
+    assert not marker.exists()
+
+
+def test_a_child_that_cannot_start_leaves_indexing_in_process(model_files, monkeypatch,
+                                                              caplog):
+    monkeypatch.setattr("rag_lsp.embedding.bulk_worker.sys.executable", "/bin/false")
+    embedder = OnnxEmbedder(model_files, index_threads=1, bulk_in_child=True)
+    vectors = embedder.embed(TEXTS[:1])
+    assert vectors.shape == (1, 384) and not embedder.bulk_in_child
+    assert "indexing's model calls run in this process instead" in caplog.text
 
 
 def test_a_model_the_child_cannot_load_is_reported_with_its_fix(tmp_path):

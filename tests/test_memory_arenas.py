@@ -94,3 +94,23 @@ def test_the_command_limits_the_heaps_before_anything_else(monkeypatch):
                         real_parser())
     cli_main.main([])  # no command: prints the help
     assert order[:2] == ["limit", "parser"]
+
+
+def test_handing_memory_back_imports_nothing():
+    """The embedding child has no pyarrow, and must not load it (~27 MB) to hand memory back."""
+    probe = ("import sys, rag_lsp.memory as m; m.return_freed_memory(); "
+             "print('pyarrow' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "False"
+
+
+def test_a_new_model_session_hands_back_the_parsed_model_file(model_files, monkeypatch):
+    """Loading parses the ~90 MB file into buffers freed afterwards: 29 MB stayed resident."""
+    from rag_lsp.embedding import embedder as embedder_module
+
+    calls: list[str] = []
+    embedder = embedder_module.OnnxEmbedder(model_files, bulk_in_child=True)
+    monkeypatch.setattr(embedder_module, "return_freed_memory", lambda: calls.append("trim"))
+    embedder._new_session(1, spinning=False)
+    assert calls == ["trim"]

@@ -22,6 +22,7 @@ Both ends are here, so the wire format is in one place:
 from __future__ import annotations
 
 import os
+import signal
 import struct
 import subprocess
 import sys
@@ -39,6 +40,9 @@ _ANSWER = struct.Struct("<QBI")
 _STOP = struct.Struct("<Q")
 READY, VECTORS, INTERRUPTED, FAILED = range(4)
 START_TIMEOUT_SECONDS = 120.0  # loading the model takes ~0.6 s; a loaded machine, longer
+# A batch takes ~1 s on one thread; a child that has not answered in this long is stuck (or
+# stopped): it is killed, and the embedder starts another.
+CALL_TIMEOUT_SECONDS = 600.0
 
 
 class BatchInterrupted(Exception):
@@ -71,10 +75,14 @@ class BulkWorker:
             p for p in (package_parent, env.get("PYTHONPATH")) if p)
         try:
             # At the background priority: the parent's, whichever of its threads starts it.
+            # From rag_lsp's own folder: `-m` puts the working folder first on the import
+            # path, and a server's is usually the user's workspace (whose numpy.py, say,
+            # must never run here).
             self._process = subprocess.Popen(
                 [sys.executable, "-m", "rag_lsp.embedding.bulk_worker", str(onnx_path),
                  str(threads), str(stop_read), str(background_niceness())],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, pass_fds=(stop_read,), env=env)
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, pass_fds=(stop_read,), env=env,
+                cwd=package_parent)
         except OSError as exc:
             os.close(stop_write)
             raise WorkerExited(f"cannot start the embedding process: {exc}") from exc
@@ -85,16 +93,19 @@ class BulkWorker:
         self._stop_lock = threading.Lock()
         self._sent = 0
         self._interruptible: int | None = None  # the background call under way
-        self._ready()
+        # Stops asked for so far: a background call that waited for another (two folders
+        # share the child) and saw one meanwhile is stopped before it starts.
+        self._interrupts = 0
+        self.closed = False
+        try:
+            self._ready()
+        except BaseException:
+            self.close()
+            raise
 
     def _ready(self) -> None:
         # The child reports whether the model loaded; a broken model is the user's to fix.
-        timer = threading.Timer(START_TIMEOUT_SECONDS, self._process.kill)
-        timer.start()
-        try:
-            number, status, payload = self._answer()
-        finally:
-            timer.cancel()
+        number, status, payload = self._answer(START_TIMEOUT_SECONDS)
         if status == FAILED:
             self.close()
             raise ModelIntegrityError(payload.decode("utf-8", "replace"))
@@ -114,7 +125,12 @@ class BulkWorker:
         ids = np.zeros((len(ids_list), int(lengths.max())), dtype=np.int32)
         for row, row_ids in enumerate(ids_list):
             ids[row, : len(row_ids)] = row_ids
+        interrupts = self._interrupts
         with self._lock:
+            if self.closed:
+                raise WorkerExited(f"the embedding process {self.pid} was ended")
+            if interruptible and self._interrupts != interrupts:
+                raise BatchInterrupted  # a search came while this call waited its turn
             self._sent += 1
             number = self._sent
             if interruptible:
@@ -122,7 +138,7 @@ class BulkWorker:
                     self._interruptible = number
             try:
                 self._send(_REQUEST.pack(number, *ids.shape) + lengths.tobytes() + ids.tobytes())
-                answered, status, payload = self._answer()
+                answered, status, payload = self._answer(CALL_TIMEOUT_SECONDS)
             finally:
                 with self._stop_lock:
                     self._interruptible = None
@@ -135,32 +151,41 @@ class BulkWorker:
         return np.frombuffer(payload, dtype=np.float32).reshape(len(ids_list), self.dimension)
 
     def interrupt(self) -> None:
-        """Stop the background call under way, if there is one."""
+        """Stop the background call under way, and those waiting for it."""
         with self._stop_lock:
+            self._interrupts += 1
             if self._interruptible is None:
                 return
             try:
                 self._stop.write(_STOP.pack(self._interruptible))
-            except OSError:
-                pass  # gone: the call under way reports it
+            except (OSError, ValueError):  # gone or closed: the call under way reports it
+                pass
 
     def _send(self, data: bytes) -> None:
         try:
             assert self._process.stdin is not None
             self._process.stdin.write(data)
             self._process.stdin.flush()
-        except OSError as exc:
+        except (OSError, ValueError) as exc:  # (ValueError: closed meanwhile)
             raise self._exited() from exc
 
-    def _answer(self) -> tuple[int, int, bytes]:
+    def _answer(self, timeout: float) -> tuple[int, int, bytes]:
         assert self._process.stdout is not None
-        header = _read_exactly(self._process.stdout, _ANSWER.size)
-        if header is None:
-            raise self._exited()
-        number, status, size = _ANSWER.unpack(header)
-        payload = _read_exactly(self._process.stdout, size)
-        if payload is None:
-            raise self._exited()
+        timer = threading.Timer(timeout, self._process.kill)  # stuck: its pipe then closes
+        timer.daemon = True
+        timer.start()
+        try:
+            header = _read_exactly(self._process.stdout, _ANSWER.size)
+            if header is None:
+                raise self._exited()
+            number, status, size = _ANSWER.unpack(header)
+            payload = _read_exactly(self._process.stdout, size)
+            if payload is None:
+                raise self._exited()
+        except ValueError as exc:  # closed meanwhile
+            raise self._exited() from exc
+        finally:
+            timer.cancel()
         return number, status, payload
 
     def _exited(self) -> WorkerExited:
@@ -172,7 +197,9 @@ class BulkWorker:
         return WorkerExited(f"the embedding process {self.pid} exited (code {code})")
 
     def close(self) -> None:
-        """End the child (it exits when its input closes) and wait for it."""
+        """End the child (it exits when its input closes) and wait for it. A call under way,
+        or made later, raises :class:`WorkerExited`."""
+        self.closed = True
         for stream in (self._process.stdin, self._stop):
             try:
                 if stream is not None:
@@ -252,13 +279,22 @@ def _serve(session, requests: BinaryIO, answers: BinaryIO, calls: _Calls) -> Non
 
 def main(argv: list[str] | None = None) -> int:
     onnx_path, threads, stop_fd, niceness = (argv or sys.argv[1:])[:4]
+    # Ctrl-C in a terminal reaches the whole process group: the parent decides when this ends.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     # Private streams for the wire; anything a library prints goes to stderr instead.
     answers = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     requests = sys.stdin.buffer
-    from rag_lsp.memory import limit_malloc_arenas
+    from rag_lsp.memory import limit_malloc_arenas, return_freed_memory
 
-    run_in_background(int(niceness))  # first, so every thread started from here inherits it
+    # First, so every thread started from here inherits it. Off Linux a process has one nice
+    # value, which is what is wanted here (run_in_background leaves it alone there).
+    run_in_background(int(niceness))
+    if not sys.platform.startswith("linux"):
+        try:
+            os.setpriority(os.PRIO_PROCESS, 0, int(niceness))
+        except OSError:
+            pass
     limit_malloc_arenas()
     from rag_lsp.embedding.onnx_session import new_session
 
@@ -270,6 +306,7 @@ def main(argv: list[str] | None = None) -> int:
         answers.write(_ANSWER.pack(0, FAILED, len(message)) + message)
         answers.flush()
         return 1
+    return_freed_memory()  # the parsed model file (see OnnxEmbedder._new_session)
     calls = _Calls()
     stops = os.fdopen(int(stop_fd), "rb", buffering=0)
     threading.Thread(target=_read_stops, args=(stops, calls), daemon=True).start()
