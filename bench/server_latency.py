@@ -192,11 +192,16 @@ def rss_kb(pid: int) -> int:
 
 
 def children(pid: int) -> list[int]:
+    """Child processes of ``pid``, started by any of its threads (the embedding worker is
+    started by the writer thread: the main thread's list does not have it)."""
+    found = []
     try:
-        with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as handle:
-            return [int(p) for p in handle.read().split()]
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children", encoding="ascii") as handle:
+                found += [int(p) for p in handle.read().split()]
     except OSError:
-        return []
+        pass
+    return found
 
 
 class ServerRss:

@@ -6,6 +6,8 @@ import ctypes
 import gc
 import os
 import sys
+import threading
+import time
 
 # glibc gives each thread that allocates its own heap ("arena"), up to 8 per core, and a
 # heap's freed memory mostly stays resident. A search touches LanceDB's threads, the
@@ -59,3 +61,50 @@ def freeze_long_lived_objects() -> None:
     gc.unfreeze()
     gc.collect()
     gc.freeze()
+
+
+# A process that searches or indexes frees most of what each piece of work allocated, but
+# glibc and Arrow keep it resident: a process serving 10k chunks held 436 MB after 100
+# searches and 317 MB after one trim (bench/server_memory.py). Handing it back takes
+# 0.4–2 ms and left the next searches as fast; it is done once the process has been quiet
+# this long after some work, so it never runs between the searches of someone typing.
+IDLE_TRIM_SECONDS = 5.0
+
+
+class _TrimWhenIdle:
+    def __init__(self) -> None:
+        self._lock = threading.Condition()
+        self._last_work = 0.0
+        self._pending = False
+        self._thread: threading.Thread | None = None
+
+    def worked(self) -> None:
+        with self._lock:
+            self._last_work = time.monotonic()
+            self._pending = True
+            if self._thread is None:
+                # A daemon: it only ever waits, or makes two short native calls.
+                self._thread = threading.Thread(target=self._run, name="rag-trim", daemon=True)
+                self._thread.start()
+            self._lock.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                while not self._pending:
+                    self._lock.wait()
+                quiet_for = time.monotonic() - self._last_work
+                if quiet_for < IDLE_TRIM_SECONDS:
+                    self._lock.wait(IDLE_TRIM_SECONDS - quiet_for)
+                    continue
+                self._pending = False
+            return_freed_memory()
+
+
+_trim_when_idle = _TrimWhenIdle()
+
+
+def after_work() -> None:
+    """Note that a search or a write just ended: once the process has been quiet for
+    :data:`IDLE_TRIM_SECONDS`, freed memory is handed back (see :func:`return_freed_memory`)."""
+    _trim_when_idle.worked()

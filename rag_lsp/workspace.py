@@ -41,6 +41,7 @@ from rag_lsp.indexing.indexer import Indexer
 from rag_lsp.indexing.progress import IndexProgress, IndexReport, ProgressCallback
 from rag_lsp.indexing.scan import WorkspaceFilter
 from rag_lsp.knowledge import KnowledgeBase
+from rag_lsp.memory import after_work
 from rag_lsp.priority import SearchFirst
 from rag_lsp.search.calibration import BackgroundCache
 from rag_lsp.search.pipeline import SearchIndex, search_chunks, search_files
@@ -270,6 +271,7 @@ class Workspace:
             yield
         finally:
             self._writer.release()
+            after_work()
 
     def warm_up(self) -> None:
         """Load what a first search would wait for: the query session, and (in the
@@ -413,6 +415,7 @@ class Workspace:
                 store.optimize()
             finally:
                 self._writer.release()
+                after_work()
 
     def event_filter(self) -> WorkspaceFilter:
         """The scan's rules, for deciding cheaply which file events can matter."""
@@ -481,7 +484,10 @@ class Workspace:
 
     def _read(self, read: Callable[[ChunkStore], T]) -> T:
         """``read(store)`` on the current build (see :meth:`LiveIndex.read`)."""
-        return self._index.read(read)
+        try:
+            return self._index.read(read)
+        finally:
+            after_work()  # what the read allocated goes back once the process is quiet
 
     def _search_index(self, store: ChunkStore) -> SearchIndex:
         if store is not self._background_of:  # another build: calibrate on it afresh

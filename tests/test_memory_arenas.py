@@ -9,6 +9,7 @@ import os
 import platform
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -114,3 +115,34 @@ def test_a_new_model_session_hands_back_the_parsed_model_file(model_files, monke
     monkeypatch.setattr(embedder_module, "return_freed_memory", lambda: calls.append("trim"))
     embedder._new_session(1, spinning=False)
     assert calls == ["trim"]
+
+
+def test_memory_is_handed_back_once_the_process_is_quiet(monkeypatch):
+    """After a search or a write, freed memory goes back once: not between the searches of
+    someone typing, but once they have stopped for IDLE_TRIM_SECONDS."""
+    monkeypatch.setattr(memory, "IDLE_TRIM_SECONDS", 0.3)
+    trims: list[float] = []
+    monkeypatch.setattr(memory, "return_freed_memory", lambda: trims.append(time.monotonic()))
+    idle = memory._TrimWhenIdle()
+    started = time.monotonic()
+    for _ in range(5):  # typing: a search every 0.1 s
+        idle.worked()
+        time.sleep(0.1)
+    last = time.monotonic()
+    deadline = last + 5
+    while not trims and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert len(trims) == 1 and trims[0] - last >= 0.3 - 0.1 - 0.01
+    time.sleep(0.5)
+    assert len(trims) == 1  # nothing more until more work
+    idle.worked()
+    while len(trims) == 1 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert len(trims) == 2 and trims[0] > started
+
+
+def test_a_workspace_search_counts_as_work(workspace, monkeypatch):
+    noted: list[str] = []
+    monkeypatch.setattr("rag_lsp.workspace.after_work", lambda: noted.append("work"))
+    workspace.search("follow redirects")
+    assert noted
