@@ -64,10 +64,11 @@ def freeze_long_lived_objects() -> None:
 
 
 # A process that searches or indexes frees most of what each piece of work allocated, but
-# glibc and Arrow keep it resident: a process serving 10k chunks held 436 MB after 100
-# searches and 317 MB after one trim (bench/server_memory.py). Handing it back takes
-# 0.4–2 ms and left the next searches as fast; it is done once the process has been quiet
-# this long after some work, so it never runs between the searches of someone typing.
+# glibc and Arrow keep it resident: a process serving 10k chunks held 431 MB after 100
+# searches and 396 MB once quiet and trimmed (bench/server_memory.py, median of 2; single
+# runs of a script gave 436 -> 317 and 431 -> 395). Handing it back takes 0.4–2 ms and
+# left the next searches as fast; it is done once the process has been quiet this long
+# after some work, so it never runs between the searches of someone typing.
 IDLE_TRIM_SECONDS = 5.0
 
 
