@@ -70,18 +70,16 @@ class BulkWorker:
         self.dimension = dimension
         stop_read, stop_write = os.pipe()
         package_parent = str(Path(__file__).resolve().parents[2])
-        env = dict(os.environ)  # the child imports this very rag_lsp, wherever it lives
-        env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (package_parent, env.get("PYTHONPATH")) if p)
         try:
             # At the background priority: the parent's, whichever of its threads starts it.
-            # From rag_lsp's own folder: `-m` puts the working folder first on the import
-            # path, and a server's is usually the user's workspace (whose numpy.py, say,
-            # must never run here).
+            # From the folder that holds this rag_lsp: `-m` puts the working folder first on
+            # the import path, so the child imports this very rag_lsp, wherever it lives, and
+            # never a module of the server's working folder (usually the user's workspace,
+            # whose numpy.py, say, must not run here).
             self._process = subprocess.Popen(
                 [sys.executable, "-m", "rag_lsp.embedding.bulk_worker", str(onnx_path),
                  str(threads), str(stop_read), str(background_niceness())],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, pass_fds=(stop_read,), env=env,
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, pass_fds=(stop_read,),
                 cwd=package_parent)
         except OSError as exc:
             os.close(stop_write)
