@@ -32,6 +32,7 @@ from typing import BinaryIO
 
 import numpy as np
 
+from rag_lsp.embedding.onnx_session import new_session, ort, padded, run_pooled
 from rag_lsp.errors import ModelIntegrityError, RagLspError
 from rag_lsp.priority import background_niceness, run_in_background
 
@@ -118,11 +119,8 @@ class BulkWorker:
     def run(self, ids_list: list[list[int]], *, interruptible: bool) -> np.ndarray:
         """The batch's vectors. Raises :class:`BatchInterrupted` when an ``interruptible``
         call was stopped, :class:`WorkerExited` when the child is gone."""
-        lengths = np.fromiter((len(ids) for ids in ids_list), dtype=np.int32,
-                              count=len(ids_list))
-        ids = np.zeros((len(ids_list), int(lengths.max())), dtype=np.int32)
-        for row, row_ids in enumerate(ids_list):
-            ids[row, : len(row_ids)] = row_ids
+        input_ids, mask = padded(ids_list)
+        ids, lengths = input_ids.astype(np.int32), mask.sum(axis=1, dtype=np.int32)
         interrupts = self._interrupts
         with self._lock:
             if self.closed:
@@ -238,10 +236,6 @@ def _read_stops(stream: BinaryIO, calls: _Calls) -> None:
 
 
 def _serve(session, requests: BinaryIO, answers: BinaryIO, calls: _Calls) -> None:
-    import onnxruntime as ort
-
-    from rag_lsp.embedding.onnx_session import run_pooled
-
     def answer(number: int, status: int, payload: bytes = b"") -> None:
         answers.write(_ANSWER.pack(number, status, len(payload)) + payload)
         answers.flush()
@@ -294,8 +288,6 @@ def main(argv: list[str] | None = None) -> int:
         except OSError:
             pass
     limit_malloc_arenas()
-    from rag_lsp.embedding.onnx_session import new_session
-
     try:
         session = new_session(onnx_path, int(threads), spinning=True)
     except Exception as exc:  # onnxruntime raises several types for unreadable graphs

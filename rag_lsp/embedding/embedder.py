@@ -122,7 +122,7 @@ class OnnxEmbedder:
         # Loading a session now checks the model: the bulk one (unused, it goes after a
         # while), or with the bulk session in a child, the query's, which a server makes
         # anyway.
-        if bulk_in_child:
+        if self.bulk_in_child:
             self._query_session_ready()
         else:
             self._bulk = self._new_bulk()
