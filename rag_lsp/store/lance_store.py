@@ -12,7 +12,8 @@ import functools
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -25,6 +26,7 @@ from lancedb.index import FTS
 from rag_lsp.errors import IndexCorruptError
 from rag_lsp.store.failures import transient_failure
 from rag_lsp.store.integrity import FileDigests
+from rag_lsp.store.lance_queries import nearest_rows, text_rows
 from rag_lsp.store.manifest import REBUILD_HINT
 from rag_lsp.store.private import private_dir
 from rag_lsp.store.sql import in_list
@@ -201,6 +203,10 @@ class ChunkStore:
             # ((folder, table version), rows, rows its ANN index was trained on): see _ann
             self._ann_state: tuple[tuple, int, int | None] | None = None
             self._folder = _identity(self._chunks_dir())
+            # The chunks table's version for the reads under way (see one_version).
+            self._reads = 0
+            self._read_version: int | None = None
+            self._read_version_lock = threading.Lock()
         except (OSError, ValueError, RuntimeError) as exc:
             raise IndexCorruptError(
                 f"the index at {index_dir} cannot be opened ({exc}). {REBUILD_HINT}"
@@ -234,6 +240,30 @@ class ChunkStore:
         return {("search_text",), ("defines",)} <= indexed
 
     # ---- reads -------------------------------------------------------------------------
+
+    @contextmanager
+    def one_version(self) -> Iterator[None]:
+        """Within, a read sees the chunks table at one version: the one it had when the read
+        first asked. Each look at the version is a round trip through LanceDB's event loop
+        (0.5-1 ms beside a search's other threads), and a search looked three or four times.
+        The caller holds the tables lock (``LiveIndex.read``), so reads never overlap; the
+        writer and the vectors' reload ask LanceDB themselves."""
+        self._reads += 1
+        try:
+            yield
+        finally:
+            self._reads -= 1
+            if not self._reads:
+                self._read_version = None
+
+    def _version_read(self) -> int:
+        """The chunks table's version, held for the rest of the read under way if any."""
+        if not self._reads:
+            return self._chunks.version
+        with self._read_version_lock:  # the full-text lookups ask from threads of their own
+            if self._read_version is None:
+                self._read_version = self._chunks.version
+            return self._read_version
 
     @_reports_damage
     def file_records(self) -> dict[str, FileRecord]:
@@ -296,7 +326,7 @@ class ChunkStore:
         if self.moved():  # the matrix's row ids belong to the tables swapped out
             return None
         try:
-            version = self._chunks.version
+            version = self._version_read()
             if self._large(version):
                 self._vectors.drop()  # its memory goes back; LanceDB answers from now on
                 return None
@@ -354,13 +384,10 @@ class ChunkStore:
                     if row_id in by_id:
                         rows.append({**by_id[row_id], "cosine": float(cosine)})
                 return rows
-        query = (self._chunks.search(vector, vector_column_name="vector").metric("cosine")
-                 .select([*RESULT_COLUMNS, "_distance"]))
-        if self._ann(self._chunks.version)[2] is not None:  # LanceDB uses any index there is
-            query = approximate(query)
-        if where:
-            query = query.where(where, prefilter=True)
-        rows = query.limit(limit).to_list()
+        # LanceDB uses any index there is
+        indexed = self._ann(self._version_read())[2] is not None
+        rows = nearest_rows(self._chunks, vector, columns=[*RESULT_COLUMNS, "_distance"],
+                            limit=limit, where=where, tune=approximate if indexed else None)
         for row in rows:
             row["cosine"] = 1.0 - float(row.pop("_distance"))
         return rows
@@ -388,12 +415,8 @@ class ChunkStore:
         columns = [*RESULT_COLUMNS, "_score"]
         if with_vectors and matrix is None:
             columns.append("vector")
-        query = self._chunks.search(text, query_type="fts", fts_columns=column).select(columns)
-        if matrix is not None:
-            query = query.with_row_id(True)
-        if where:
-            query = query.where(where, prefilter=True)
-        rows = query.limit(limit).to_list()
+        rows = text_rows(self._chunks, text, column=column, columns=columns, limit=limit,
+                         where=where, with_row_id=matrix is not None)
         if matrix is not None:
             if self.moved():  # the rows came from a build swapped in meanwhile: not the matrix's
                 return self.text_search(text, limit, where, column=column)
@@ -467,8 +490,9 @@ class ChunkStore:
 
     @_reports_damage
     def version(self) -> int:
-        """Changes whenever the chunks table does (another process's writes included)."""
-        return self._chunks.version
+        """Changes whenever the chunks table does (another process's writes included);
+        within a read, the version the read sees (see :meth:`one_version`)."""
+        return self._version_read()
 
     @_reports_damage
     def chunk_rows(self, where: str, columns: list[str]) -> list[dict]:

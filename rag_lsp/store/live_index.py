@@ -186,12 +186,12 @@ class LiveIndex:
         instead of calling the index damaged."""
         with self.tables_lock:
             try:
-                return read(self.store())
+                return self._read_one_version(read)
             except (IndexCorruptError, IndexMissingError) as exc:
                 failure: RagLspError = exc
             if self._rebuilt_meanwhile():
                 try:
-                    return read(self.store())  # reopened on the new build
+                    return self._read_one_version(read)  # reopened on the new build
                 except (IndexCorruptError, IndexMissingError) as exc:
                     failure = exc
             owner = self.writer.holder_elsewhere()
@@ -200,6 +200,11 @@ class LiveIndex:
                     f"the index at {self.index_dir} is being rebuilt by "
                     f"{owner.describe()}; try again when it has finished") from failure
             raise failure
+
+    def _read_one_version(self, read: Callable[[ChunkStore], T]) -> T:
+        store = self.store()
+        with store.one_version():
+            return read(store)
 
     def _rebuilt_meanwhile(self) -> bool:
         """True when the index was replaced since it was opened. While another process

@@ -185,11 +185,15 @@ class VectorCache:
         self._drops = 0  # a load that began before a drop must not bring its matrix back
 
     def current(self, version: int) -> VectorMatrix | None:
-        """The matrix if it is of ``version``; else ``None``, and a reload is started."""
+        """The matrix if it is of ``version``; else ``None``, and a reload is started unless
+        the matrix is newer than ``version``."""
         matrix = self._matrix
         if matrix is not None and matrix.version == version:
             return matrix
-        self._reload_soon()
+        if matrix is None or matrix.version < version:
+            self._reload_soon()
+        # else loaded since a read took its version (see ChunkStore.one_version): the read
+        # asks LanceDB, and there is nothing newer to load
         return None
 
     def _reload_soon(self) -> None:
