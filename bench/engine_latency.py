@@ -30,6 +30,11 @@ WARM_UP, SETTLE_SECONDS, AFTER_SETTLE = 30, 6.0, 20
 
 
 def child(index_dir: Path, root: Path, queries: int, seed: int) -> None:
+    import rag_lsp.memory
+
+    # What the `rag-lsp` command does first (older checkouts may lack either: then nothing).
+    getattr(rag_lsp.memory, "limit_malloc_arenas", lambda: None)()
+    getattr(rag_lsp.memory, "arrow_on_system_allocator", lambda: None)()
     from server_latency import make_queries
 
     import rag_lsp

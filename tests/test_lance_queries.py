@@ -211,3 +211,16 @@ def test_a_workspace_search_looks_at_the_version_once(workspace, monkeypatch):
     response = workspace.search("MAX_HOPS redirect limit")
     assert response.results
     assert looked[0] == 1
+
+
+def test_a_version_left_by_a_lookup_that_outlived_its_read_is_not_used(store):
+    """A full-text lookup still running when its read ended (the read raised) may set the
+    read's version afterwards: the next read takes its own."""
+    chunks_store, vectors = store
+    with chunks_store.one_version():
+        old = chunks_store.version()
+    chunks_store._read_version = old  # noqa: SLF001 (what the late lookup leaves)
+    chunks_store.replace_files([FileRecord("pkg/new.py", 1, 1, "0" * 64, 1)],
+                               rows_for("pkg/new.py", vectors[:1], ROWS))
+    with chunks_store.one_version():
+        assert chunks_store.version() > old

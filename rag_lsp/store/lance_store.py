@@ -248,13 +248,17 @@ class ChunkStore:
         (0.5-1 ms beside a search's other threads), and a search looked three or four times.
         The caller holds the tables lock (``LiveIndex.read``), so reads never overlap; the
         writer and the vectors' reload ask LanceDB themselves."""
-        self._reads += 1
+        with self._read_version_lock:
+            if not self._reads:  # a lookup that outlived the last read may have set one
+                self._read_version = None
+            self._reads += 1
         try:
             yield
         finally:
-            self._reads -= 1
-            if not self._reads:
-                self._read_version = None
+            with self._read_version_lock:
+                self._reads -= 1
+                if not self._reads:
+                    self._read_version = None
 
     def _version_read(self) -> int:
         """The chunks table's version, held for the rest of the read under way if any."""
@@ -419,7 +423,8 @@ class ChunkStore:
                          where=where, with_row_id=matrix is not None)
         if matrix is not None:
             if self.moved():  # the rows came from a build swapped in meanwhile: not the matrix's
-                return self.text_search(text, limit, where, column=column)
+                return self.text_search(text, limit, where, column=column,
+                                        with_vectors=with_vectors)
             for row in rows:
                 row["vector"] = matrix.vector_of(int(row.pop("_rowid")))
         return rows
