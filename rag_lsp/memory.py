@@ -15,6 +15,7 @@ import time
 # less than the default (bench/server_memory.py, 679 -> 525 MB), for ~0.5 ms per search.
 MALLOC_ARENAS = 2
 _M_ARENA_MAX = -8  # mallopt() parameter number, from glibc's malloc.h
+ARROW_POOL_VARIABLE = "ARROW_DEFAULT_MEMORY_POOL"
 
 
 def return_freed_memory() -> None:
@@ -45,6 +46,17 @@ def limit_malloc_arenas() -> None:
         ctypes.CDLL("libc.so.6").mallopt(_M_ARENA_MAX, MALLOC_ARENAS)
     except (OSError, AttributeError):
         pass
+
+
+def arrow_on_system_allocator() -> None:
+    """Let Arrow take its buffers from glibc's heaps instead of its own allocator (mimalloc),
+    unless the user chose one with ``ARROW_DEFAULT_MEMORY_POOL``. mimalloc keeps much of what
+    it frees in segments of its own; glibc's heaps are capped (:func:`limit_malloc_arenas`)
+    and handed back once the process is quiet (:func:`after_work`). Arrow reads the variable
+    once, when pyarrow first allocates, so this runs before pyarrow is imported (the
+    ``rag-lsp`` command calls it first thing); afterwards it changes nothing."""
+    if "pyarrow" not in sys.modules:
+        os.environ.setdefault(ARROW_POOL_VARIABLE, "system")
 
 
 def freeze_long_lived_objects() -> None:

@@ -90,11 +90,41 @@ def test_a_users_malloc_arena_max_is_left_alone(monkeypatch):
 def test_the_command_limits_the_heaps_before_anything_else(monkeypatch):
     order = []
     monkeypatch.setattr(cli_main, "limit_malloc_arenas", lambda: order.append("limit"))
+    monkeypatch.setattr(cli_main, "arrow_on_system_allocator", lambda: order.append("arrow"))
     real_parser = cli_main.build_parser
     monkeypatch.setattr(cli_main, "build_parser", lambda: order.append("parser") or
                         real_parser())
     cli_main.main([])  # no command: prints the help
-    assert order[:2] == ["limit", "parser"]
+    assert order[:3] == ["limit", "arrow", "parser"]
+
+
+ARROW_PROBE = """
+import sys
+if sys.argv[1] == "imported first":
+    import pyarrow
+import rag_lsp.memory, rag_lsp.cli.main
+rag_lsp.memory.arrow_on_system_allocator()
+import pyarrow
+print(pyarrow.default_memory_pool().backend_name)
+"""
+
+
+@pytest.mark.parametrize(("case", "user_choice", "backend"), [
+    ("command", None, "system"),
+    ("command", "mimalloc", "mimalloc"),  # the user's choice stands
+    ("imported first", None, "mimalloc"),  # too late to change: Arrow's default stays
+])
+def test_arrow_allocates_from_glibc_unless_the_user_chose(case, user_choice, backend):
+    import pyarrow
+
+    if "mimalloc" not in pyarrow.supported_memory_backends():
+        pytest.skip("this pyarrow has no mimalloc")
+    env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
+    if user_choice:
+        env["ARROW_DEFAULT_MEMORY_POOL"] = user_choice
+    out = subprocess.run([sys.executable, "-c", ARROW_PROBE, case], env=env,
+                         capture_output=True, text=True, check=True).stdout
+    assert out.strip() == backend
 
 
 def test_handing_memory_back_imports_nothing():
