@@ -3,7 +3,7 @@
 One process writes an index at a time (the caller holds its
 :class:`~rag_lsp.store.writer_lock.WriterLock`); within it, writes are serialised here.
 Readers — other threads, other processes — get consistent snapshots, and every read sees the
-latest commit, whoever made it.
+latest commit, whoever made it, as of the read's start (see :meth:`ChunkStore.one_version`).
 """
 
 from __future__ import annotations
