@@ -149,8 +149,8 @@ def test_one_read_sees_one_version_and_the_next_read_sees_the_write(store):
         assert chunks_store.version() > before
 
 
-def test_lookups_of_the_version_within_a_read_go_to_lancedb_once(store, monkeypatch):
-    chunks_store, _vectors = store
+def count_version_lookups(monkeypatch) -> list[int]:
+    """Looks at a LanceDB table's version from here on."""
     looked = [0]
     version = LanceTable.version
 
@@ -159,6 +159,12 @@ def test_lookups_of_the_version_within_a_read_go_to_lancedb_once(store, monkeypa
         return version.fget(table)
 
     monkeypatch.setattr(LanceTable, "version", property(counted))
+    return looked
+
+
+def test_lookups_of_the_version_within_a_read_go_to_lancedb_once(store, monkeypatch):
+    chunks_store, _vectors = store
+    looked = count_version_lookups(monkeypatch)
     with chunks_store.one_version():
         for _ in range(3):
             chunks_store.version()
@@ -200,14 +206,7 @@ def test_a_workspace_search_looks_at_the_version_once(workspace, monkeypatch):
     while store.vectors_in_memory() is None:  # the background load, which asks for itself
         assert time.monotonic() < deadline, "the vectors were not loaded into memory"
         time.sleep(0.05)
-    looked = [0]
-    version = LanceTable.version
-
-    def counted(table):
-        looked[0] += 1
-        return version.fget(table)
-
-    monkeypatch.setattr(LanceTable, "version", property(counted))
+    looked = count_version_lookups(monkeypatch)
     response = workspace.search("MAX_HOPS redirect limit")
     assert response.results
     assert looked[0] == 1
