@@ -25,6 +25,8 @@ import sys
 import time
 from pathlib import Path
 
+from server_latency import pct  # this script's folder is on the import path
+
 HERE = Path(__file__).resolve().parent
 WARM_UP, SETTLE_SECONDS, AFTER_SETTLE = 30, 6.0, 20
 
@@ -67,14 +69,6 @@ def measure(code: Path, index_dir: Path, root: Path, queries: int, seed: int) ->
     if Path(answer["code"]).resolve() != code.resolve():
         raise SystemExit(f"measured {answer['code']}, not {code}")
     return answer["ms"]
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    i = (len(ordered) - 1) * q
-    low = int(i)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (i - low)
 
 
 def figures(runs: list[list[float]]) -> dict:
