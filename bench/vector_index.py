@@ -10,7 +10,10 @@ LanceDB returns with the exact ones: recall@10 (the first ten) and recall@70 (th
 a search ranks), latency, and that the cosines returned are the exact ones. Then the same
 with filters (a few files, one language, most files), against LanceDB's exhaustive scan,
 which is what a filtered search did before. ``--sweep`` also tries other ``nprobes`` /
-``refine_factor`` values.
+``refine_factor`` values. ``--segments N`` then rewrites 1 % of the rows and compacts, N
+times, as edits and their ``optimize`` do (each leaves a segment in the index), timing the
+store's vector query (result columns included) as the segments pile up, and again once the
+index is trained anew as the store does past ``MAX_SEGMENTS``.
 
     .venv/bin/python bench/vector_index.py --index /tmp/bench/lat100k/index/ws-*
 """
@@ -34,6 +37,8 @@ from rag_lsp.blas_threads import use_one_blas_thread  # noqa: E402
 from rag_lsp.embedding.embedder import OnnxEmbedder  # noqa: E402
 from rag_lsp.search.pipeline import MIN_CANDIDATES  # noqa: E402
 from rag_lsp.store import vector_index  # noqa: E402
+from rag_lsp.store.lance_queries import nearest_rows  # noqa: E402
+from rag_lsp.store.lance_store import RESULT_COLUMNS  # noqa: E402
 from rag_lsp.store.sql import in_list  # noqa: E402
 
 
@@ -98,6 +103,43 @@ def filtered_search(table, queries: np.ndarray, where: str) -> dict:
             "scan_p95_ms": round(float(np.percentile(ms[True], 95)), 1)}
 
 
+def store_query_ms(table, queries: np.ndarray) -> dict:
+    """p50 / p95 of the store's vector query (``ChunkStore.vector_search`` past the size)."""
+    ms = []
+    for query in queries:
+        started = time.perf_counter()
+        nearest_rows(table, query, columns=[*RESULT_COLUMNS, "_distance"],
+                     limit=MIN_CANDIDATES, where=None, tune=vector_index.approximate)
+        ms.append((time.perf_counter() - started) * 1000)
+    warm = ms[5:]
+    return {"p50_ms": round(float(np.percentile(warm, 50)), 1),
+            "p95_ms": round(float(np.percentile(warm, 95)), 1)}
+
+
+def segment_growth(table, queries: np.ndarray, edits: int) -> list[dict]:
+    """The vector query as edits pile segments into the index, then after a new training."""
+    rng = np.random.default_rng(3)
+    ids = table.search().select(["id"]).limit(None).to_arrow().column("id").to_pylist()
+    points = {1, edits, *range(0, edits + 1, max(1, edits // 4))} - {0}
+    growth = [{"segments": vector_index.index_segments(table), **store_query_ms(table, queries)}]
+    for edit in range(1, edits + 1):
+        chosen = in_list("id", rng.choice(ids, len(ids) // 100, replace=False).tolist())
+        rows = table.search().where(chosen).limit(None).to_arrow()
+        table.delete(chosen)
+        table.add(rows)  # the same chunks, as a save that changed nothing in them
+        table.optimize()
+        if edit in points:
+            segments = vector_index.index_segments(table)
+            log(f"edit {edit}: {segments} segments")
+            growth.append({"segments": segments, **store_query_ms(table, queries)})
+    started = time.perf_counter()
+    vector_index.build_vector_index(table, table.count_rows())
+    growth.append({"segments": vector_index.index_segments(table), "trained_again": True,
+                   "build_seconds": round(time.perf_counter() - started, 1),
+                   **store_query_ms(table, queries)})
+    return growth
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--index", type=Path, required=True, help="an index folder")
@@ -105,6 +147,8 @@ def main() -> int:
                         help="where the table is copied (default: %(default)s)")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--sweep", action="store_true", help="other nprobes/refine values")
+    parser.add_argument("--segments", type=int, default=0, metavar="N",
+                        help="then N edits, each leaving a segment in the index (see above)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead")
     parser.add_argument("--out", type=Path,
                         default=Path(__file__).resolve().parent / "results" / "vector_index.json")
@@ -152,6 +196,9 @@ def main() -> int:
               "exact_matrix_p50_ms": round(float(np.percentile(exact_ms, 50)), 1),
               "exact_matrix_p95_ms": round(float(np.percentile(exact_ms, 95)), 1),
               "runs": runs, "filtered": filtered}
+    if args.segments:
+        log(f"{args.segments} edits, each leaving a segment")
+        result["segments"] = segment_growth(table, queries[:100], args.segments)
 
     def table_out(r: dict) -> None:
         print(f"{r['chunks']} chunks, {r['queries']} queries; index built in "
@@ -169,6 +216,14 @@ def main() -> int:
         for run in r["filtered"]:
             print(f"{run['filter']:>22}{run['recall_at_70']:>10}{run['p50_ms']:>8}"
                   f"{run['p95_ms']:>8}{run['scan_p50_ms']:>10}{run['scan_p95_ms']:>10}")
+
+        if r.get("segments"):
+            print(f"\nthe store's vector query as edits pile up segments: "
+                  f"{'segments':>9}{'p50 ms':>8}{'p95 ms':>8}")
+            for run in r["segments"]:
+                note = (f"  trained again in {run['build_seconds']} s"
+                        if run.get("trained_again") else "")
+                print(f"{'':>49}{run['segments']:>9}{run['p50_ms']:>8}{run['p95_ms']:>8}{note}")
 
     emit(result, args, table_out)
     return 0

@@ -143,6 +143,30 @@ def test_update_paths_handles_create_change_delete(workspace, sample_root):
     assert hit.path == "src/new_module.py"
 
 
+def fragments(ws: Workspace) -> int:
+    return ws._open_store()._chunks.stats()["fragment_stats"]["num_fragments"]  # noqa: SLF001
+
+
+def test_a_run_with_nothing_to_write_compacts_what_edits_left(workspace, sample_root):
+    """Each update writes a fragment; the server compacts once a burst has settled, but one
+    closed before that leaves them, and past a size every search pays for each one. The
+    next index run compacts them even though no file changed."""
+    from rag_lsp.store.lance_store import MAX_FRAGMENTS
+
+    for edit in range(MAX_FRAGMENTS + 1):  # a new file each time: one fragment each
+        (sample_root / f"src/sums_{edit}.py").write_text(
+            f"def total_{edit}(xs):\n    return sum(xs) + {edit}\n", encoding="utf-8")
+        workspace.update([f"src/sums_{edit}.py"])
+    assert fragments(workspace) > MAX_FRAGMENTS
+    assert workspace._open_store().needs_optimize()  # noqa: SLF001
+    report = workspace.index()
+    assert report.files_indexed == 0 and report.chunks_written == 0
+    assert fragments(workspace) <= 2
+    assert not workspace._open_store().needs_optimize()  # noqa: SLF001
+    assert workspace.search(f"total_{MAX_FRAGMENTS}", top_k=1, mode="lexical").results[0].path == \
+        f"src/sums_{MAX_FRAGMENTS}.py"
+
+
 def test_paths_with_quotes_are_indexed_updated_and_removed(workspace, sample_root):
     odd = sample_root / "src" / "it's \"odd\".py"
     odd.write_text("def quoted_path_function():\n    return 'o''k'\n", encoding="utf-8")

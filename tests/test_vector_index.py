@@ -14,7 +14,7 @@ import pytest
 from rag_lsp.store import vector_index
 from rag_lsp.store.lance_store import ChunkStore, FileRecord
 from rag_lsp.store.sql import in_list
-from rag_lsp.store.vector_index import trained_rows
+from rag_lsp.store.vector_index import index_segments, trained_rows
 
 DIM = 384
 ROWS = 2_000
@@ -139,3 +139,51 @@ def test_the_index_is_trained_again_once_the_table_has_doubled(large_store):
     assert [i.name for i in indexes] == [f"vector_idx_{2 * ROWS + 100}"]
     found = store.vector_search(more[-1], 1)
     assert found[0]["id"] == f"pkg/more1400.py#{2 * ROWS + 99}"
+
+
+def edit_and_optimize(store: ChunkStore, rng: np.random.Generator, edit: int) -> np.ndarray:
+    """A file's chunks replaced and the burst settled; its new vectors."""
+    path = f"pkg/m{edit % 20}.py"
+    fresh = clustered(rng, 100)
+    store.replace_files([FileRecord(path, 2, 2, f"{edit % 10}" * 64, 100)],
+                        rows_for(path, fresh, (edit % 20) * 100))
+    store.optimize()
+    return fresh
+
+
+def test_segments_left_by_edits_are_merged_past_the_limit(large_store, monkeypatch):
+    """Each optimize after a write folds the new rows into a segment of their own, and a
+    query searches every segment (slower with each: see rag_lsp.store.vector_index). Past
+    MAX_SEGMENTS the index is trained again, as one segment, and still finds every row."""
+    monkeypatch.setattr(vector_index, "MAX_SEGMENTS", 3)
+    store, vectors, rng = large_store
+    store.optimize()
+    assert index_segments(store._chunks) == 1  # noqa: SLF001
+    seen = []
+    for edit in range(5):
+        fresh = edit_and_optimize(store, rng, edit)
+        seen.append(index_segments(store._chunks))  # noqa: SLF001
+        found = store.vector_search(fresh[7], 1)
+        assert found[0]["id"] == f"pkg/m{edit}.py#{edit * 100 + 7}"
+        assert found[0]["cosine"] == pytest.approx(1.0, abs=1e-5)
+    # 2, 3, then a fourth segment is one too many: trained again (its rows included)
+    assert seen == [2, 3, 1, 2, 3]
+    assert trained_rows(store._chunks) == ROWS  # noqa: SLF001 (the count was the same)
+
+
+def test_an_index_left_in_too_many_segments_is_merged_by_the_next_run(large_store,
+                                                                      monkeypatch):
+    """An index an older rag-lsp left in many segments: the next run's optimize, which
+    runs even when nothing changed (see Indexer._finish), trains it again."""
+    monkeypatch.setattr(vector_index, "MAX_SEGMENTS", 10)
+    store, vectors, rng = large_store
+    store.optimize()
+    for edit in range(5):
+        edit_and_optimize(store, rng, edit)
+    assert index_segments(store._chunks) == 6  # noqa: SLF001
+    assert not store.needs_vector_index()
+    monkeypatch.setattr(vector_index, "MAX_SEGMENTS", 3)
+    assert store.needs_vector_index() and store.needs_optimize()
+    store.optimize()
+    assert index_segments(store._chunks) == 1  # noqa: SLF001
+    assert not store.needs_optimize()

@@ -411,9 +411,10 @@ class Indexer:
         # Also when nothing changed: a run killed between its last write and this build left
         # every file recorded and no full-text index (a no-op when there is one).
         self.store.ensure_fts_index()
-        # A large index without its vector index (written by an older rag-lsp, or grown past
-        # what its index was trained on) gets one even when nothing changed.
-        if report.chunks_written or report.files_removed or self.store.needs_vector_index():
+        # Also when nothing changed: a large index without its vector index (written by an
+        # older rag-lsp, or grown past what its index was trained on), or with writes that
+        # were never compacted (see ChunkStore.needs_optimize).
+        if report.chunks_written or report.files_removed or self.store.needs_optimize():
             self.store.optimize()
         report.chunks_total = self.store.count_chunks()
         report.seconds = time.monotonic() - started

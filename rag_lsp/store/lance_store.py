@@ -36,6 +36,7 @@ from rag_lsp.store.vector_index import (
     answers_alone,
     approximate,
     build_vector_index,
+    index_segments,
     needs_training,
     trained_rows,
 )
@@ -48,6 +49,8 @@ CHUNKS, FILES = "chunks", "files"
 _IN_BATCH = 500
 # Readers may still be on an older version while we compact; give them time to finish.
 _KEEP_OLD_VERSIONS = timedelta(seconds=60)
+# Fragments (one per write) past which a run that wrote nothing still compacts.
+MAX_FRAGMENTS = 8
 
 
 # What a search hands back per chunk: not the vector (4 × 384 bytes) or the full-text copy,
@@ -358,11 +361,26 @@ class ChunkStore:
             self._ann_state = known
         return known
 
+    def _training_state(self) -> tuple[int, int | None, int]:
+        """Rows, rows the ANN index was trained on, and its segments (asked of LanceDB
+        each time: only writers need it, not searches)."""
+        _key, rows, trained = self._ann(self._chunks.version)
+        return rows, trained, index_segments(self._chunks) if trained is not None else 0
+
     @_reports_damage
     def needs_vector_index(self) -> bool:
         """Whether :meth:`optimize` would (re)build the ANN index."""
-        _key, rows, trained = self._ann(self._chunks.version)
-        return needs_training(rows, trained)
+        return needs_training(*self._training_state())
+
+    @_reports_damage
+    def needs_optimize(self) -> bool:
+        """Whether :meth:`optimize` has work that searches gain from even with nothing new
+        to write: the ANN index to (re)build, or fragments left by writes that no compaction
+        followed (a server closed within seconds of its last edits). Past MATRIX_MAX_ROWS a
+        search reads its rows from LanceDB, and each fragment costs it: 100k chunks in 35
+        fragments 20.2 ms a vector query (p50), compacted into 2, 13.7 ms."""
+        fragments = self._chunks.stats()["fragment_stats"]["num_fragments"]
+        return fragments > MAX_FRAGMENTS or self.needs_vector_index()
 
     @_reports_damage
     def vector_search(
@@ -599,11 +617,13 @@ class ChunkStore:
     @_recorded
     def optimize(self) -> None:
         """Compact files, fold new rows into indexes and drop old versions (after bursts);
-        past MATRIX_MAX_ROWS chunks, (re)build the ANN index first when it is missing or the
-        table has outgrown the rows it was trained on."""
+        past MATRIX_MAX_ROWS chunks, then (re)build the ANN index when it is missing, the
+        table has outgrown the rows it was trained on or edits have left it in too many
+        segments (see rag_lsp.store.vector_index). Compacted first: training took 1.5 s on
+        100k chunks compacted, 15.7 s on the 35 fragments a day of edits had left."""
         with self._write_lock:
-            _key, rows, trained = self._ann(self._chunks.version)
-            if needs_training(rows, trained):
-                build_vector_index(self._chunks, rows)
             for table in (self._chunks, self._files):
                 table.optimize(cleanup_older_than=_KEEP_OLD_VERSIONS)
+            rows, trained, segments = self._training_state()
+            if needs_training(rows, trained, segments):
+                build_vector_index(self._chunks, rows)
