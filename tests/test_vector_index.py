@@ -141,6 +141,10 @@ def test_the_index_is_trained_again_once_the_table_has_doubled(large_store):
     assert found[0]["id"] == f"pkg/more1400.py#{2 * ROWS + 99}"
 
 
+def fragments(store: ChunkStore) -> int:
+    return store._chunks.stats()["fragment_stats"]["num_fragments"]  # noqa: SLF001
+
+
 def edit_and_optimize(store: ChunkStore, rng: np.random.Generator, edit: int) -> np.ndarray:
     """A file's chunks replaced and the burst settled; its new vectors."""
     path = f"pkg/m{edit % 20}.py"
@@ -162,12 +166,13 @@ def test_segments_left_by_edits_are_merged_past_the_limit(large_store, monkeypat
     seen = []
     for edit in range(5):
         fresh = edit_and_optimize(store, rng, edit)
-        seen.append(index_segments(store._chunks))  # noqa: SLF001
+        seen.append((index_segments(store._chunks), fragments(store)))  # noqa: SLF001
         found = store.vector_search(fresh[7], 1)
         assert found[0]["id"] == f"pkg/m{edit}.py#{edit * 100 + 7}"
         assert found[0]["cosine"] == pytest.approx(1.0, abs=1e-5)
-    # 2, 3, then a fourth segment is one too many: trained again (its rows included)
-    assert seen == [2, 3, 1, 2, 3]
+    # (segments, fragments): 2, 3, then a fourth segment is one too many: trained again
+    # (its rows included), and the fragments the segments kept apart are merged
+    assert seen == [(2, 2), (3, 3), (1, 1), (2, 2), (3, 3)]
     assert trained_rows(store._chunks) == ROWS  # noqa: SLF001 (the count was the same)
 
 

@@ -15,11 +15,13 @@ LanceDB folds the rows each ``optimize`` finds into a new *segment* of the index
 index of their own; it merges segments only when a partition outgrows its size), and a query
 searches every segment. On the real 100k-chunk index (bench/vector_index.py --segments), the
 store's vector query took 14.4 ms (p50) in 1 segment, 20.3 in 6, 23.5 in 12 and 25.8 in 24;
-a day of edits had left 25. Past ``MAX_SEGMENTS`` the index is trained again, as one segment:
-1.5 s of both cores on the compacted table (``optimize`` compacts first: on 35 fragments it
-took 15.7 s). Training samples ``SAMPLE_RATE`` rows a partition; LanceDB's default (256,
-nearly every row at 100k chunks) took 4.2 s compacted and 59 s on those 35 fragments, with the
-same recall.
+a day of edits had left 25. Segments also keep LanceDB from merging the fragments they cover,
+so a table's fragments pile up with them. Past ``MAX_SEGMENTS`` the index is trained again,
+as one segment: 1.5-1.7 s of both cores on the compacted table, 15.5-15.7 s on the fragments
+(and their deleted rows) that day had left, so ``ChunkStore.optimize`` compacts first and
+again after. Training samples ``SAMPLE_RATE`` rows a partition; LanceDB's default (256,
+nearly every row at 100k chunks) took 4.2 s compacted and 59 s uncompacted, with the same
+recall (1.000).
 
 On 100k real chunks (bench/vector_index.py): recall 1.000 of the exact 10 and 70 nearest,
 13.7 / 16.0 ms (p50 / p95) a query against 9.4 / 11.4 ms for the matrix.
