@@ -61,9 +61,12 @@ def trained_rows(table: Any) -> int | None:
 def index_segments(table: Any) -> int:
     """Segments of the ANN index on ``table``'s vectors (0 without one): its first build
     and one delta for each ``optimize`` that found new rows since."""
-    return sum((table.index_stats(index.name).num_indices or 1)
-               for index in table.list_indices()
-               if tuple(index.columns) == ("vector",) and index.index_type in VECTOR_INDEX_TYPES)
+    segments = 0
+    for index in table.list_indices():
+        if tuple(index.columns) == ("vector",) and index.index_type in VECTOR_INDEX_TYPES:
+            stats = table.index_stats(index.name)  # None: dropped meanwhile
+            segments += (stats.num_indices or 1) if stats is not None else 0
+    return segments
 
 
 def answers_alone(rows: int, trained: int | None) -> bool:
