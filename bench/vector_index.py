@@ -13,7 +13,8 @@ which is what a filtered search did before. ``--sweep`` also tries other ``nprob
 ``refine_factor`` values. ``--segments N`` then rewrites 1 % of the rows and compacts, N
 times, as edits and their ``optimize`` do (each leaves a segment in the index), timing the
 store's vector query (result columns included) as the segments pile up, and again once the
-index is trained anew as the store does past ``MAX_SEGMENTS``.
+index is trained anew, as the store does past ``MAX_SEGMENTS`` (but without the store's
+compactions around it: on the table as the edits left it).
 
     .venv/bin/python bench/vector_index.py --index /tmp/bench/lat100k/index/ws-*
 """

@@ -192,3 +192,22 @@ def test_an_index_left_in_too_many_segments_is_merged_by_the_next_run(large_stor
     store.optimize()
     assert index_segments(store._chunks) == 1  # noqa: SLF001
     assert not store.needs_optimize()
+
+
+def test_an_index_below_the_size_keeps_few_segments(large_store, monkeypatch):
+    """A table that shrank below the size keeps its index (filtered searches use it): edits
+    must not pile up segments there either, nor leave every later run an optimize that can
+    merge nothing (the fragments follow the segments)."""
+    monkeypatch.setattr(vector_index, "MAX_SEGMENTS", 3)
+    store, vectors, rng = large_store
+    store.optimize()
+    monkeypatch.setattr(vector_index, "MATRIX_MAX_ROWS", ROWS * 2)  # now below the size
+    seen = []
+    for edit in range(12):
+        fresh = edit_and_optimize(store, rng, edit)
+        seen.append(index_segments(store._chunks))  # noqa: SLF001
+        paths = [f"pkg/m{edit % 20}.py"]
+        found = store.vector_search(fresh[3], 1, in_list("path", paths))  # through the index
+        assert found[0]["id"] == f"pkg/m{edit % 20}.py#{(edit % 20) * 100 + 3}"
+    assert max(seen) <= 3 and fragments(store) <= 3
+    assert not store.needs_optimize()

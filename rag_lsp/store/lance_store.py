@@ -620,9 +620,9 @@ class ChunkStore:
         past MATRIX_MAX_ROWS chunks, then (re)build the ANN index when it is missing, the
         table has outgrown the rows it was trained on or edits have left it in too many
         segments (see rag_lsp.store.vector_index), and compact again: LanceDB does not merge
-        fragments that different segments cover. Compacted first, as far as it can be:
-        training took 1.7 s on 100k chunks compacted, 15.5 s on the 26 fragments (and their
-        deleted rows) a day of edits had left."""
+        fragments that different segments cover, so the first compaction goes only as far
+        as the segments let it (training took 1.7 s on 100k chunks compacted, 15.5 s on the
+        26 fragments, and their deleted rows, that 25 segments had kept apart)."""
         with self._write_lock:
             self._compact()
             rows, trained, segments = self._training_state()

@@ -17,9 +17,12 @@ searches every segment. On the real 100k-chunk index (bench/vector_index.py --se
 store's vector query took 14.4 ms (p50) in 1 segment, 20.3 in 6, 23.5 in 12 and 25.8 in 24;
 a day of edits had left 25. Segments also keep LanceDB from merging the fragments they cover,
 so a table's fragments pile up with them. Past ``MAX_SEGMENTS`` the index is trained again,
-as one segment: 1.5-1.7 s of both cores on the compacted table, 15.5-15.7 s on the fragments
-(and their deleted rows) that day had left, so ``ChunkStore.optimize`` compacts first and
-again after. Training samples ``SAMPLE_RATE`` rows a partition; LanceDB's default (256,
+as one segment, at any size (a table that shrank below the size keeps its index, which
+filtered searches use), and ``ChunkStore.optimize`` compacts again after: training took
+1.5-1.7 s of both cores on the compacted table, 15.5-15.7 s on the fragments (and their
+deleted rows) that day had left. With at most ``MAX_SEGMENTS`` there are few fragments left
+to train on; an index found in many (an older rag-lsp's) pays the slow training once.
+Training samples ``SAMPLE_RATE`` rows a partition; LanceDB's default (256,
 nearly every row at 100k chunks) took 4.2 s compacted and 59 s uncompacted, with the same
 recall (1.000).
 
@@ -77,9 +80,10 @@ def answers_alone(rows: int, trained: int | None) -> bool:
 
 def needs_training(rows: int, trained: int | None, segments: int = 1) -> bool:
     """Whether a table of ``rows`` chunks should (re)build its ANN index, trained on
-    ``trained`` rows and in ``segments`` pieces."""
-    return rows > MATRIX_MAX_ROWS and (trained is None or rows > RETRAIN_GROWTH * trained
-                                       or segments > MAX_SEGMENTS)
+    ``trained`` rows (None: it has none) and in ``segments`` pieces."""
+    if trained is not None and segments > MAX_SEGMENTS and rows > 0:
+        return True
+    return rows > MATRIX_MAX_ROWS and (trained is None or rows > RETRAIN_GROWTH * trained)
 
 
 def build_vector_index(table: Any, rows: int) -> None:
