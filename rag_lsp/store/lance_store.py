@@ -617,9 +617,9 @@ class ChunkStore:
     @_recorded
     def optimize(self) -> None:
         """Compact files, fold new rows into indexes and drop old versions (after bursts);
-        past MATRIX_MAX_ROWS chunks, then (re)build the ANN index when it is missing, the
-        table has outgrown the rows it was trained on or edits have left it in too many
-        segments (see rag_lsp.store.vector_index), and compact again: LanceDB does not merge
+        then (re)build the ANN index when the table is past MATRIX_MAX_ROWS chunks and has
+        none or has outgrown the rows it was trained on, or when edits have left it in too
+        many segments (see rag_lsp.store.vector_index), and compact again: LanceDB does not merge
         fragments that different segments cover, so the first compaction goes only as far
         as the segments let it (training took 1.7 s on 100k chunks compacted, 15.5 s on the
         26 fragments, and their deleted rows, that 25 segments had kept apart)."""
