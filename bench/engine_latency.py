@@ -57,18 +57,25 @@ def child(index_dir: Path, root: Path, queries: int, seed: int) -> None:
     print(json.dumps({"code": str(Path(rag_lsp.__file__).parent.parent), "ms": took}))
 
 
-def measure(code: Path, index_dir: Path, root: Path, queries: int, seed: int) -> list[float]:
+def run_child(script: str, code: Path, child_args: list[str], cwd: Path,
+              timeout: float) -> dict:
+    """``script --child child_args...`` in a fresh process running checkout ``code``; the
+    JSON object it prints last, which names the checkout it ran (checked)."""
     env = {**os.environ, "PYTHONPATH": f"{code}{os.pathsep}{HERE}"}
     # -P: the checkout in PYTHONPATH, not the folder of this script's checkout, comes first
-    proc = subprocess.run([sys.executable, "-P", str(Path(__file__).resolve()), "--child",
-                           str(index_dir), str(root), str(queries), str(seed)],
-                          cwd=root, env=env, capture_output=True, text=True, timeout=1800)
+    proc = subprocess.run([sys.executable, "-P", script, "--child", *child_args],
+                          cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
     if proc.returncode != 0:
         raise SystemExit(f"the measured process failed:\n{proc.stderr[-3000:]}")
     answer = json.loads(proc.stdout.strip().splitlines()[-1])
     if Path(answer["code"]).resolve() != code.resolve():
         raise SystemExit(f"measured {answer['code']}, not {code}")
-    return answer["ms"]
+    return answer
+
+
+def measure(code: Path, index_dir: Path, root: Path, queries: int, seed: int) -> list[float]:
+    return run_child(str(Path(__file__).resolve()), code,
+                     [str(index_dir), str(root), str(queries), str(seed)], root, 1800)["ms"]
 
 
 def figures(runs: list[list[float]]) -> dict:

@@ -18,18 +18,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
-from server_latency import make_queries, pct, rewrite  # this script's folder is on the path
+from engine_latency import run_child  # this script's folder is on the import path
+from server_latency import make_queries, pct, rewrite
 
 HERE = Path(__file__).resolve().parent
 WARM_UP, SETTLE_SECONDS = 30, 6.0
@@ -56,7 +55,9 @@ def child(index_dir: Path, root: Path, share: float, spacing: float, seed: int) 
         return matrix
 
     vector_cache.VectorCache.current = marking_current
-    ws = Workspace.open(root, Settings.from_dict({"indexPath": str(index_dir)}),
+    # Without the shared embedding cache: a second process would reuse the first's vectors.
+    ws = Workspace.open(root, Settings.from_dict({"indexPath": str(index_dir),
+                                                  "embeddingCache": False}),
                         bulk_in_child=True)
     for query in make_queries(WARM_UP, seed + 1000):
         ws.search(query)
@@ -94,18 +95,9 @@ def measure(code: Path, index_dir: Path, root: Path, args: argparse.Namespace,
         copy_root, copy_index = Path(tmp) / "ws", Path(tmp) / "index"
         shutil.copytree(root, copy_root)  # copy2: mtimes kept, so only the rewrite is new
         shutil.copytree(index_dir, copy_index)
-        env = {**os.environ, "PYTHONPATH": f"{code}{os.pathsep}{HERE}"}
-        # -P: the checkout in PYTHONPATH, not the folder of this script's checkout, comes first
-        proc = subprocess.run(
-            [sys.executable, "-P", str(Path(__file__).resolve()), "--child", str(copy_index),
-             str(copy_root), str(args.rewrite), str(args.spacing), str(seed)],
-            cwd=copy_root, env=env, capture_output=True, text=True, timeout=3600)
-    if proc.returncode != 0:
-        raise SystemExit(f"the measured process failed:\n{proc.stderr[-3000:]}")
-    answer = json.loads(proc.stdout.strip().splitlines()[-1])
-    if Path(answer["code"]).resolve() != code.resolve():
-        raise SystemExit(f"measured {answer['code']}, not {code}")
-    return answer
+        return run_child(str(Path(__file__).resolve()), code,
+                         [str(copy_index), str(copy_root), str(args.rewrite), str(args.spacing),
+                          str(seed)], copy_root, 3600)
 
 
 def figures(runs: list[dict]) -> dict:
