@@ -88,6 +88,7 @@ class Settings:
     index_threads: int | None = _default("indexThreads")
     embedding_cache: bool = _default("embeddingCache")
     embedding_cache_megabytes: int = _default("embeddingCacheMegabytes")
+    exact_queries: bool = _default("exactQueries")
     lexical_first: bool = _default("lexicalFirst")
     enabled: bool = _default("enabled")
     extra_modes: tuple[str, ...] = _default("extraModes")

@@ -103,7 +103,8 @@ def load_embedder(
         model_dir = settings.model_path(root) if root is not None else settings.model_dir
         return OnnxEmbedder(find_model(model_dir), batch_size=settings.embed_batch_size,
                             index_threads=settings.indexing_threads(),
-                            bulk_in_child=bulk_in_child), None
+                            bulk_in_child=bulk_in_child,
+                            exact_queries=settings.exact_queries), None
     except (ModelNotFoundError, ModelIntegrityError) as exc:
         log.warning("embedding model unavailable, lexical search only: %s", exc)
         return None, exc

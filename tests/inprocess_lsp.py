@@ -33,7 +33,8 @@ from rag_lsp.server.stdio import AnsweredRequestErrors
 WAIT_SECONDS = 60.0
 THREADS_END_SECONDS = 10.0
 OUR_THREADS = "rag-"  # the prefix of every thread the server starts (writers, searches, watchers)
-PROCESS_THREADS = ("rag-fts",)  # the engine's full-text pool lives as long as the process
+# The engine's full-text pool and the idle memory trim live as long as the process.
+PROCESS_THREADS = ("rag-fts", "rag-trim")
 
 
 def capabilities_of(client: str) -> dict:

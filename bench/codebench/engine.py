@@ -28,7 +28,7 @@ PROJECT = "rag-lsp"  # this repository, as one more workspace
 # ranking tests' nonsense queries, so in a workspace that contains them those very words are
 # on-topic; the off-topic figure would measure our own fixtures.
 PROJECT_EXCLUDE = ["bench/", "tests/"]
-_EMBEDDER = None
+_EMBEDDERS: dict = {}  # exactQueries -> the model
 
 
 def add_common_options(parser: argparse.ArgumentParser) -> None:
@@ -51,14 +51,14 @@ def add_common_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
 
 
-def shared_embedder():
-    """One model for every workspace of the run."""
-    global _EMBEDDER
-    if _EMBEDDER is None:
-        _EMBEDDER, error = load_embedder(Settings())
-        if _EMBEDDER is None:
+def shared_embedder(exact_queries: bool = False):
+    """One model for every workspace of the run (two, when a variant sets exactQueries)."""
+    if exact_queries not in _EMBEDDERS:
+        embedder, error = load_embedder(Settings(exact_queries=exact_queries))
+        if embedder is None:
             raise SystemExit(f"the embedding model is needed: {error}")
-    return _EMBEDDER
+        _EMBEDDERS[exact_queries] = embedder
+    return _EMBEDDERS[exact_queries]
 
 
 def parse_overrides(pairs: list[str]) -> dict:
@@ -145,7 +145,10 @@ def with_settings(ws: Workspace, overrides: dict) -> Workspace:
         if len(_VARIANTS) >= MAX_VARIANTS:
             _VARIANTS.pop(next(iter(_VARIANTS))).close()  # the oldest
         merged = Settings.from_dict({**ws.settings.to_dict(), **overrides})
-        variant = Workspace(ws.root, merged, ws.embedder, ws.model_error, ws.priority)
+        # The same index, so the same documents' vectors; queries as the variant says
+        embedder = (shared_embedder(merged.exact_queries)
+                    if merged.exact_queries != ws.settings.exact_queries else ws.embedder)
+        variant = Workspace(ws.root, merged, embedder, ws.model_error, ws.priority)
         wait_for_memory_copy(variant)
         _VARIANTS[key] = variant
     return _VARIANTS[key]

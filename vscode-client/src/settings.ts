@@ -11,7 +11,7 @@ export const SERVER_SETTINGS = [
   "rankFileAgreement", "rankTestPrior", "rankDocsPrior", "rankExamplePrior", "rankLegacyPrior",
   "rankGeneratedPrior", "rankDataPrior", "rankReexportPrior", "rankInternalPrior",
   "indexPath", "modelDir", "embedBatchSize", "indexThreads", "embeddingCache",
-  "embeddingCacheMegabytes", "lexicalFirst", "extraModes",
+  "embeddingCacheMegabytes", "exactQueries", "lexicalFirst", "extraModes",
 ] as const;
 
 export const SECTION = "ragLsp";
