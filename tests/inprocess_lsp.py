@@ -25,6 +25,7 @@ from pygls.io_ import run_async
 from pytest_lsp import client_capabilities
 
 from rag_lsp.config import Settings
+from rag_lsp.server.app import model_key
 from rag_lsp.server.main import build_server
 from rag_lsp.server.methods import RAG_INDEX_STATUS
 from rag_lsp.server.protocol import problems
@@ -58,11 +59,10 @@ class InProcessServer:
                  configuration: dict | None = None) -> None:
         self.server = build_server()
         if embedder is not None:
-            # What RagServer._load_model keeps of a model it loaded for (modelDir, batch
-            # size, indexing threads): with the defaults, it loads no other copy.
+            # What RagServer._load_model keeps of a model it loaded for the settings it
+            # depends on: with the defaults, it loads no other copy.
             self.server.embedder = embedder
-            defaults = Settings()
-            self.server._model_key = (None, defaults.embed_batch_size, defaults.index_threads)
+            self.server._model_key = model_key(Settings())
         self.answer_requests = answer_requests
         self.configuration = configuration or {}
         self.sent: list[dict] = []  # every message the server wrote, in order

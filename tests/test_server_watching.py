@@ -173,3 +173,20 @@ async def test_a_ready_folder_is_warmed_up_for_its_first_search(folders, embedde
 
         await wait_until(loaded, what="the in-memory copy loaded without a search")
         assert embedder._query_session is not None  # noqa: SLF001
+
+
+async def test_exact_queries_loads_a_model_whose_queries_go_through_model_onnx(folders,
+                                                                              embedder):
+    """``exactQueries`` is a setting the model depends on: the server loads one for it,
+    whose queries use the full model (the shared one uses the query model)."""
+    async with InProcessServer(embedder=embedder, answer_requests=True) as lsp:
+        await lsp.start([folders["frontend"]], capabilities_of("neovim@v0.7.0"),
+                        {"indexPath": str(folders["store"]), "exactQueries": True})
+        await lsp.wait_for_state("ready")
+        (folder,) = lsp.server.folders.values()
+        exact = folder.workspace.embedder
+        assert exact is not embedder and exact is lsp.server.embedder
+        assert exact.query_onnx_path == exact.files.onnx_path
+        assert embedder.query_onnx_path == embedder.files.query_onnx_path
+        found = await lsp.request("rag/search", {"query": "render the header"})
+        assert "error" not in found, found

@@ -40,6 +40,12 @@ SEARCH_THREADS = 2
 STARTUP_WAIT_SECONDS = 60.0  # requests that need folders wait this long for start-up
 
 
+def model_key(settings: Settings) -> tuple:
+    """The settings the loaded model depends on: another value loads it again."""
+    return (settings.model_dir, settings.embed_batch_size, settings.index_threads,
+            settings.exact_queries)
+
+
 class RagServer(LanguageServer):
     """The server's state: settings, the model, the folders and their jobs (see
     :class:`rag_lsp.server.state.ServerState` for what features use of it)."""
@@ -139,8 +145,7 @@ class RagServer(LanguageServer):
         return folders or ([root] if root else [])
 
     async def _load_model(self) -> None:
-        key = (self.settings.model_dir, self.settings.embed_batch_size,
-               self.settings.index_threads, self.settings.exact_queries)
+        key = model_key(self.settings)
         if key == self._model_key:
             return
         from rag_lsp.workspace import load_embedder  # numpy, onnxruntime: after `initialize`
