@@ -92,6 +92,11 @@ MATRIX: list[tuple[str, str, str, list[str]]] = [
      "lexical search with the reason and the fix",
      [T + "test_degraded.py::test_unloadable_model_file_degrades_too",
       T + "test_degraded.py::test_a_garbage_tokenizer_degrades_with_the_fix_not_a_traceback"]),
+    ("damage", "garbage or altered query_model.onnx in the model folder",
+     "queries go through model.onnx, with a warning naming the file and the fix",
+     [T + "test_embedding.py::"
+      "test_a_query_model_that_does_not_load_leaves_queries_on_the_full_model",
+      T + "test_embedding.py::test_a_query_model_other_than_the_installed_one_is_not_used"]),
     ("files", "a file name that is not UTF-8", "skipped and reported; the rest is indexed",
      [T + "test_indexing.py::test_a_file_name_that_is_not_utf8_is_skipped_not_fatal",
       T + "test_scan.py::test_names_that_are_not_utf8_are_skipped_and_reported"]),
