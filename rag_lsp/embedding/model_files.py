@@ -49,7 +49,9 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _files_in(directory: Path, origin: str) -> ModelFiles | None:
+def files_in(directory: Path, origin: str) -> ModelFiles | None:
+    """The model files in ``directory`` (with the query model if it is there), or ``None``
+    without ``model.onnx`` and ``tokenizer.json``."""
     onnx_path, tokenizer_path = directory / ONNX_NAME, directory / TOKENIZER_NAME
     if onnx_path.is_file() and tokenizer_path.is_file():
         query = directory / QUERY_ONNX_NAME
@@ -73,7 +75,7 @@ def _from_hf_cache(repo_id: str) -> ModelFiles | None:
 def find_model(explicit_dir: str | Path | None = None) -> ModelFiles:
     """Locate the model files, or raise :class:`ModelNotFoundError` saying how to get them."""
     if explicit_dir is not None:
-        found = _files_in(Path(explicit_dir).expanduser(), "explicit")
+        found = files_in(Path(explicit_dir).expanduser(), "explicit")
         if found is None:
             raise ModelNotFoundError(
                 f"no {ONNX_NAME} and {TOKENIZER_NAME} in model directory {explicit_dir}. "
@@ -81,7 +83,7 @@ def find_model(explicit_dir: str | Path | None = None) -> ModelFiles:
             )
         return found
     manifest = load_manifest()
-    found = _files_in(MODELS_DIR / manifest["directory"], "models") or _from_hf_cache(
+    found = files_in(MODELS_DIR / manifest["directory"], "models") or _from_hf_cache(
         manifest["model_id"]
     )
     if found is None:
