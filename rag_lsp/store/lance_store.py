@@ -434,6 +434,8 @@ class ChunkStore:
         # With the vector: lexical-only hits get a real cosine in hybrid search (from memory
         # when the vectors are loaded).
         matrix = matrix if with_vectors else None
+        if matrix is not None and matrix.version != self._version_read():
+            matrix = None  # the copy from before this process's write: rows may have moved
         columns = [*RESULT_COLUMNS, "_score"]
         if with_vectors and matrix is None:
             columns.append("vector")
@@ -539,25 +541,28 @@ class ChunkStore:
             return
         if len(removed) > _IN_BATCH:
             raise ValueError(f"at most {_IN_BATCH} paths can be removed with a replace")
+        changed = [r.path for r in records] + list(removed)
         with self._write_lock:
-            paths = in_list("path", [r.path for r in records] + list(removed))
+            paths = in_list("path", changed)
             data = pa.Table.from_pylist(chunk_rows, schema=self._chunks.schema)
             if not removed and self._chunks.count_rows(paths) == 0:
                 # New files (a first index): an append is one commit, and cheap.
                 if chunk_rows:
-                    self._chunks.add(data)
+                    with self._writing_chunks_of(changed):
+                        self._chunks.add(data)
                 self._upsert_files(records)
                 return
             # The join reads the whole table (bench/replace_cost.py: 62 ms at 11k rows, 186 ms
             # at 100k, against 45 / 35 ms for the three commits it replaced): the price of
             # never showing a file half-replaced.
-            (
-                self._chunks.merge_insert("id")
-                .when_matched_update_all()
-                .when_not_matched_insert_all()
-                .when_not_matched_by_source_delete(paths)
-                .execute(data)
-            )
+            with self._writing_chunks_of(changed):
+                (
+                    self._chunks.merge_insert("id")
+                    .when_matched_update_all()
+                    .when_not_matched_insert_all()
+                    .when_not_matched_by_source_delete(paths)
+                    .execute(data)
+                )
             self._upsert_files(records)
             if removed:
                 self._files.delete(in_list("path", list(removed)))
@@ -572,10 +577,58 @@ class ChunkStore:
     @_reports_damage
     @_recorded
     def remove_files(self, paths: Sequence[str]) -> None:
-        with self._write_lock:
+        with self._write_lock, self._writing_chunks_of(paths):
             for batch in _batches(list(paths)):
                 self._chunks.delete(in_list("path", batch))
                 self._files.delete(in_list("path", batch))
+
+    @contextmanager
+    def _writing_chunks_of(self, paths: Sequence[str]) -> Iterator[None]:
+        """Around a write of this process (the caller holds the write lock) that changes
+        the chunks of ``paths`` and no others: meanwhile searches keep the in-memory copy of
+        the version before, and after it the copy gets these paths' new rows, instead of
+        going stale until a reload of the whole table (see ``VectorCache.writing``)."""
+        with self._own_write(lambda matrix: self._patched(matrix, paths)):
+            yield
+
+    @contextmanager
+    def _moving_rows(self) -> Iterator[None]:
+        """Around a compaction or an index build of this process (the caller holds the
+        write lock): the chunks stay what they were, some at other row ids, so the in-memory
+        copy only needs their new row ids (an index run compacts every few batches: each
+        left searches asking LanceDB until a reload)."""
+        with self._own_write(self._relabelled):
+            yield
+
+    @contextmanager
+    def _own_write(self, patched: Callable[[VectorMatrix], VectorMatrix | None]
+                   ) -> Iterator[None]:
+        before = self._chunks.version
+        with self._vectors.writing(before):
+            yield
+            if self._chunks.version != before and not self.moved():
+                self._vectors.patch(before, patched)
+
+    def _relabelled(self, matrix: VectorMatrix) -> VectorMatrix | None:
+        where = self._chunks.search().select(["id"]).with_row_id(True).limit(None).to_arrow()
+        return matrix.relabelled(self._chunks.version, where.column("id").combine_chunks(),
+                                 where.column("_rowid").to_numpy())
+
+    def _patched(self, matrix: VectorMatrix, paths: Sequence[str]) -> VectorMatrix | None:
+        """``matrix`` brought to the current version, whose rows differ from its version's
+        only in those of ``paths``; ``None`` past the size a load keeps columns for."""
+        if self._chunks.count_rows() > POSTINGS_MAX_ROWS:
+            return None
+        columns = ["vector", *ROW_COLUMNS, "text"]
+
+        def changed_rows() -> Iterator[pa.RecordBatch]:
+            for batch in _batches(sorted(set(paths))):
+                yield from (self._chunks.search().where(in_list("path", batch))
+                            .select(columns).with_row_id(True).limit(None)
+                            .to_batches(VECTOR_LOAD_BATCH_ROWS))
+
+        return matrix.patched(self._chunks.version, paths, while_process_runs(changed_rows()),
+                              TEXT_IN_MEMORY_BYTES)
 
     def _upsert_files(self, records: Sequence[FileRecord]) -> None:
         if not records:
@@ -602,15 +655,17 @@ class ChunkStore:
         with self._write_lock:
             if self._fts_ready or self._chunks.count_rows() == 0:
                 return
-            self._chunks.create_index(
-                "search_text", config=FTS(stem=True, remove_stop_words=True), replace=True
-            )
-            # Defined names are matched whole and case-insensitively: no stemming, no stop words.
-            self._chunks.create_index(
-                "defines", config=FTS(base_tokenizer="whitespace", stem=False,
-                                      remove_stop_words=False, ascii_folding=False),
-                replace=True,
-            )
+            with self._moving_rows():  # an index moves no rows: the same row ids
+                self._chunks.create_index(
+                    "search_text", config=FTS(stem=True, remove_stop_words=True), replace=True
+                )
+                # Defined names are matched whole and case-insensitively: no stemming, no
+                # stop words.
+                self._chunks.create_index(
+                    "defines", config=FTS(base_tokenizer="whitespace", stem=False,
+                                          remove_stop_words=False, ascii_folding=False),
+                    replace=True,
+                )
             self._fts_ready = True
 
     @_reports_damage
@@ -623,7 +678,7 @@ class ChunkStore:
         fragments that different segments cover, so the first compaction goes only as far
         as the segments let it (training took 1.7 s on 100k chunks compacted, 15.5 s on the
         26 fragments, and their deleted rows, that 25 segments had kept apart)."""
-        with self._write_lock:
+        with self._write_lock, self._moving_rows():
             self._compact()
             rows, trained, segments = self._training_state()
             if needs_training(rows, trained, segments):
