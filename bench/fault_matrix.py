@@ -46,6 +46,10 @@ MATRIX: list[tuple[str, str, str, list[str]]] = [
           "test_two_processes_writing_knowledge_at_once_lose_nothing"]),
     ("writers", "a reader process while another writes", "follows the new version",
      [T + "test_concurrent_writers.py::test_a_reader_follows_another_writers_changes"]),
+    ("writers", "the in-memory copy cannot be patched after a write",
+     "stale: searches ask LanceDB, a reload catches up",
+     [T + "test_patched_matrix.py::"
+          "test_a_failed_patch_leaves_the_copy_stale_and_a_reload_catches_up"]),
     ("writers", "writer lock held by a live / a kill -9'd process",
      "busy error naming the pid / lock taken over",
      [T + "test_concurrent_writers.py::"
