@@ -603,6 +603,8 @@ class ChunkStore:
     @contextmanager
     def _own_write(self, patched: Callable[[VectorMatrix], VectorMatrix | None]
                    ) -> Iterator[None]:
+        """Around a write: searches keep the copy of the version before it meanwhile, and
+        ``patched`` makes the copy of the version after it (nothing if none is held)."""
         before = self._chunks.version
         with self._vectors.writing(before):
             yield
@@ -610,9 +612,9 @@ class ChunkStore:
                 self._vectors.patch(before, patched)
 
     def _relabelled(self, matrix: VectorMatrix) -> VectorMatrix | None:
-        where = self._chunks.search().select(["id"]).with_row_id(True).limit(None).to_arrow()
-        return matrix.relabelled(self._chunks.version, where.column("id").combine_chunks(),
-                                 where.column("_rowid").to_numpy())
+        placed = self._chunks.search().select(["id"]).with_row_id(True).limit(None).to_arrow()
+        return matrix.relabelled(self._chunks.version, placed.column("id").combine_chunks(),
+                                 placed.column("_rowid").to_numpy())
 
     def _patched(self, matrix: VectorMatrix, paths: Sequence[str]) -> VectorMatrix | None:
         """``matrix`` brought to the current version, whose rows differ from its version's
