@@ -36,6 +36,7 @@ def child(index_dir: Path, root: Path, queries: int, seed: int) -> None:
 
     # What the `rag-lsp` command does first (older checkouts may lack either: then nothing).
     getattr(rag_lsp.memory, "limit_malloc_arenas", lambda: None)()
+    getattr(rag_lsp.memory, "map_large_allocations", lambda: None)()
     getattr(rag_lsp.memory, "arrow_on_system_allocator", lambda: None)()
     from server_latency import make_queries
 

@@ -12,8 +12,9 @@ which would flatter the figures). Then times ``Workspace.index`` for:
 5. 10 more such edits delivered as file events through ``Workspace.update(paths)``.
 
 The process is set up as the servers have it: glibc's heaps capped as the ``rag-lsp``
-command caps them (before any library starts a thread) and Arrow allocating from them (since
-2026-11-26, seventeenth session; ``ARROW_DEFAULT_MEMORY_POOL=mimalloc`` in the environment:
+command caps them (before any library starts a thread), buffers of 1 MiB or more mapped and
+handed back when freed (since 2026-11-27, twentieth session), and Arrow allocating from glibc
+(since 2026-11-26, seventeenth session; ``ARROW_DEFAULT_MEMORY_POOL=mimalloc`` in the environment:
 Arrow's own allocator, as before), the query's model session made
 before the run, as a ready folder's warm-up makes it (``--no-query-session``: the indexing
 session alone, as in figures before 2026-11-26), and indexing's model calls in a child
@@ -190,10 +191,11 @@ def main() -> int:
     # and before pyarrow loads (ARROW_DEFAULT_MEMORY_POOL=mimalloc in the environment gives
     # the allocator of figures before 2026-11-26, sixteenth session). Here, not at import:
     # other benches import this module for its generator.
-    from rag_lsp.memory import arrow_on_system_allocator, limit_malloc_arenas
+    from rag_lsp import memory
 
-    limit_malloc_arenas()
-    arrow_on_system_allocator()
+    memory.limit_malloc_arenas()
+    getattr(memory, "map_large_allocations", lambda: None)()  # (not in older checkouts)
+    memory.arrow_on_system_allocator()
     from rag_lsp import Workspace
     from rag_lsp.config import Settings
 

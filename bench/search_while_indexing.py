@@ -39,6 +39,7 @@ def child(index_dir: Path, root: Path, share: float, spacing: float, seed: int) 
 
     # What the `rag-lsp` command does first (older checkouts may lack either: then nothing).
     getattr(rag_lsp.memory, "limit_malloc_arenas", lambda: None)()
+    getattr(rag_lsp.memory, "map_large_allocations", lambda: None)()
     getattr(rag_lsp.memory, "arrow_on_system_allocator", lambda: None)()
     import rag_lsp
     from rag_lsp.config import Settings

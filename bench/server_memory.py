@@ -57,6 +57,7 @@ def child(index_dir: Path, root: Path) -> None:
     # What `rag-lsp` does first thing. Code from before 2026-11-25 has no such function
     # (--baseline may run it): then nothing is done.
     getattr(rag_lsp.memory, "limit_malloc_arenas", lambda: None)()
+    getattr(rag_lsp.memory, "map_large_allocations", lambda: None)()
     getattr(rag_lsp.memory, "arrow_on_system_allocator", lambda: None)()
     import rag_lsp.workspace as workspace_module  # noqa: F401  (what serve imports)
 

@@ -15,6 +15,20 @@ import time
 # less than the default (bench/server_memory.py, 679 -> 525 MB), for ~0.5 ms per search.
 MALLOC_ARENAS = 2
 _M_ARENA_MAX = -8  # mallopt() parameter number, from glibc's malloc.h
+# glibc serves a request of its mmap threshold or more from a mapping of its own, handed back
+# to the system when freed. The threshold starts at 128 KiB but rises to the size of every
+# mapped block freed (up to 32 MiB): after the first big buffer is let go, the ones that follow
+# (a write's merge, a patch of the in-memory copy, Arrow's batches) come from the heaps, where
+# what they leave is fragmented and stays resident. A fixed threshold stops that rise: three
+# index runs of 10 edited files, in a process holding the in-memory copy of 23.7k chunks,
+# ended at 408, 477 and 510 MB with the rising threshold and at 373, 375 and 379 MB with
+# 1 MiB; the language server peaked at 434 MB instead of 486-543 during a re-index at 12k
+# chunks, and an edit became searchable ~35 ms later: mapped pages are new pages (bench/README.md,
+# "Large buffers handed back when freed"). 1 MiB rather than less: 256 KiB held no less in
+# the server (430-433 MB at that peak), and smaller buffers (a search's arrays, most of
+# Arrow's) keep reusing the heaps' pages instead of faulting in new ones each time.
+MMAP_THRESHOLD_BYTES = 1024 * 1024
+_M_MMAP_THRESHOLD = -3
 ARROW_POOL_VARIABLE = "ARROW_DEFAULT_MEMORY_POOL"
 
 
@@ -44,6 +58,21 @@ def limit_malloc_arenas() -> None:
         return
     try:
         ctypes.CDLL("libc.so.6").mallopt(_M_ARENA_MAX, MALLOC_ARENAS)
+    except (OSError, AttributeError):
+        pass
+
+
+def map_large_allocations() -> None:
+    """Fix glibc's mmap threshold at :data:`MMAP_THRESHOLD_BYTES`, so that every large
+    buffer goes back to the system when freed, unless the user set
+    ``MALLOC_MMAP_THRESHOLD_`` or ``GLIBC_TUNABLES=glibc.malloc.mmap_threshold=…`` (glibc
+    applied theirs at start). Called first thing by the ``rag-lsp`` command. A no-op off
+    Linux or on another C library."""
+    if (not sys.platform.startswith("linux") or "MALLOC_MMAP_THRESHOLD_" in os.environ
+            or "glibc.malloc.mmap_threshold" in os.environ.get("GLIBC_TUNABLES", "")):
+        return
+    try:
+        ctypes.CDLL("libc.so.6").mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
     except (OSError, AttributeError):
         pass
 

@@ -1,5 +1,6 @@
 """glibc's heaps are capped for the ``rag-lsp`` process (rag_lsp/memory.py; measured in
-bench/server_memory.py): threads started afterwards share two heaps instead of one each."""
+bench/server_memory.py): threads started afterwards share two heaps instead of one each, and
+large buffers go back to the system when freed."""
 
 from __future__ import annotations
 
@@ -87,15 +88,79 @@ def test_a_users_malloc_arena_max_is_left_alone(monkeypatch):
     assert calls == [(memory._M_ARENA_MAX, memory.MALLOC_ARENAS)]
 
 
+# Frees one 8 MiB buffer (glibc then raises its mmap threshold to 8 MiB), then makes 24 of
+# 2 MiB, touched, frees every other one (each between two that stay: nothing at the heap's
+# top to trim) and prints the MB the 24 took and the MB of the freed half still resident.
+MMAP_PROBE = """
+import ctypes, json, sys
+from rag_lsp.memory import map_large_allocations
+if sys.argv[1] == "mapped":
+    map_large_allocations()
+libc = ctypes.CDLL("libc.so.6")
+libc.malloc.restype = ctypes.c_void_p
+libc.free.argtypes = [ctypes.c_void_p]
+def rss():
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmRSS")) / 1024
+libc.free(libc.malloc(8 << 20))
+before = rss()
+blocks = [libc.malloc(2 << 20) for _ in range(24)]
+for block in blocks:
+    ctypes.memset(block, 1, 2 << 20)
+grown = rss()
+for block in blocks[::2]:
+    libc.free(block)
+print(json.dumps([grown - before, rss() - (grown - 24)]))
+"""
+
+
+def _held_after_free(mode: str) -> tuple[float, float]:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("MALLOC_MMAP_THRESHOLD_", "GLIBC_TUNABLES")}
+    done = subprocess.run([sys.executable, "-c", MMAP_PROBE, mode], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return tuple(json.loads(done.stdout.splitlines()[-1]))
+
+
+def test_large_buffers_go_back_to_the_system_when_freed():
+    grown, held = _held_after_free("default")
+    assert grown > 40 and held > 20  # glibc's rising threshold: the heap keeps them
+    grown, held = _held_after_free("mapped")
+    assert grown > 40 and held < 4
+
+
+def test_a_users_mmap_threshold_is_left_alone(monkeypatch):
+    calls = []
+
+    class FakeLibc:
+        def mallopt(self, *args):
+            calls.append(args)
+            return 1
+
+    monkeypatch.setattr(memory.ctypes, "CDLL", lambda name: FakeLibc())
+    monkeypatch.delenv("GLIBC_TUNABLES", raising=False)
+    monkeypatch.setenv("MALLOC_MMAP_THRESHOLD_", "1048576")
+    memory.map_large_allocations()
+    monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_")
+    monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.mmap_threshold=65536")
+    memory.map_large_allocations()
+    assert calls == []
+    monkeypatch.delenv("GLIBC_TUNABLES")
+    memory.map_large_allocations()
+    assert calls == [(memory._M_MMAP_THRESHOLD, memory.MMAP_THRESHOLD_BYTES)]
+
+
 def test_the_command_limits_the_heaps_before_anything_else(monkeypatch):
     order = []
     monkeypatch.setattr(cli_main, "limit_malloc_arenas", lambda: order.append("limit"))
+    monkeypatch.setattr(cli_main, "map_large_allocations", lambda: order.append("map"))
     monkeypatch.setattr(cli_main, "arrow_on_system_allocator", lambda: order.append("arrow"))
     real_parser = cli_main.build_parser
     monkeypatch.setattr(cli_main, "build_parser", lambda: order.append("parser") or
                         real_parser())
     cli_main.main([])  # no command: prints the help
-    assert order[:3] == ["limit", "arrow", "parser"]
+    assert order[:4] == ["limit", "map", "arrow", "parser"]
 
 
 ARROW_PROBE = """
