@@ -48,33 +48,34 @@ def return_freed_memory() -> None:
         pass
 
 
-def limit_malloc_arenas() -> None:
-    """Cap glibc's heaps at :data:`MALLOC_ARENAS` for the threads started from now on, unless
-    the user set ``MALLOC_ARENA_MAX`` or ``GLIBC_TUNABLES=glibc.malloc.arena_max=…`` (glibc
-    applied theirs at start). Called first thing by the ``rag-lsp`` command, before any
-    library starts a thread. A no-op off Linux or on another C library."""
-    if (not sys.platform.startswith("linux") or os.environ.get("MALLOC_ARENA_MAX")
-            or "glibc.malloc.arena_max" in os.environ.get("GLIBC_TUNABLES", "")):
+def _set_malloc_option(option: int, value: int, variable: str, tunable: str) -> None:
+    """``mallopt(option, value)``, unless the user set the environment ``variable`` or the
+    ``GLIBC_TUNABLES`` entry ``tunable`` (glibc applied theirs at start). A no-op off Linux
+    or on another C library."""
+    if (not sys.platform.startswith("linux") or variable in os.environ
+            or f"{tunable}=" in os.environ.get("GLIBC_TUNABLES", "")):
         return
     try:
-        ctypes.CDLL("libc.so.6").mallopt(_M_ARENA_MAX, MALLOC_ARENAS)
+        ctypes.CDLL("libc.so.6").mallopt(option, value)
     except (OSError, AttributeError):
         pass
+
+
+def limit_malloc_arenas() -> None:
+    """Cap glibc's heaps at :data:`MALLOC_ARENAS` for the threads started from now on, unless
+    the user set ``MALLOC_ARENA_MAX`` or ``GLIBC_TUNABLES=glibc.malloc.arena_max=…``. Called
+    first thing by the ``rag-lsp`` command, before any library starts a thread."""
+    _set_malloc_option(_M_ARENA_MAX, MALLOC_ARENAS, "MALLOC_ARENA_MAX",
+                       "glibc.malloc.arena_max")
 
 
 def map_large_allocations() -> None:
     """Fix glibc's mmap threshold at :data:`MMAP_THRESHOLD_BYTES`, so that every large
     buffer goes back to the system when freed, unless the user set
-    ``MALLOC_MMAP_THRESHOLD_`` or ``GLIBC_TUNABLES=glibc.malloc.mmap_threshold=…`` (glibc
-    applied theirs at start). Called first thing by the ``rag-lsp`` command. A no-op off
-    Linux or on another C library."""
-    if (not sys.platform.startswith("linux") or "MALLOC_MMAP_THRESHOLD_" in os.environ
-            or "glibc.malloc.mmap_threshold" in os.environ.get("GLIBC_TUNABLES", "")):
-        return
-    try:
-        ctypes.CDLL("libc.so.6").mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
-    except (OSError, AttributeError):
-        pass
+    ``MALLOC_MMAP_THRESHOLD_`` or ``GLIBC_TUNABLES=glibc.malloc.mmap_threshold=…``. Called
+    first thing by the ``rag-lsp`` command."""
+    _set_malloc_option(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES, "MALLOC_MMAP_THRESHOLD_",
+                       "glibc.malloc.mmap_threshold")
 
 
 def arrow_on_system_allocator() -> None:

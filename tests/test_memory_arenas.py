@@ -67,7 +67,14 @@ def test_threads_share_at_most_two_heaps_once_limited():
     assert _heaps("limit") <= memory.MALLOC_ARENAS
 
 
-def test_a_users_malloc_arena_max_is_left_alone(monkeypatch):
+@pytest.mark.parametrize(("setting", "variable", "tunables", "option", "value"), [
+    ("limit_malloc_arenas", "MALLOC_ARENA_MAX", "glibc.malloc.check=0:glibc.malloc.arena_max=6",
+     memory._M_ARENA_MAX, memory.MALLOC_ARENAS),
+    ("map_large_allocations", "MALLOC_MMAP_THRESHOLD_", "glibc.malloc.mmap_threshold=65536",
+     memory._M_MMAP_THRESHOLD, memory.MMAP_THRESHOLD_BYTES),
+])
+def test_a_users_own_malloc_setting_is_left_alone(monkeypatch, setting, variable, tunables,
+                                                  option, value):
     calls = []
 
     class FakeLibc:
@@ -77,15 +84,15 @@ def test_a_users_malloc_arena_max_is_left_alone(monkeypatch):
 
     monkeypatch.setattr(memory.ctypes, "CDLL", lambda name: FakeLibc())
     monkeypatch.delenv("GLIBC_TUNABLES", raising=False)
-    monkeypatch.setenv("MALLOC_ARENA_MAX", "8")
-    memory.limit_malloc_arenas()
-    monkeypatch.delenv("MALLOC_ARENA_MAX")
-    monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.check=0:glibc.malloc.arena_max=6")
-    memory.limit_malloc_arenas()
+    monkeypatch.setenv(variable, "8")
+    getattr(memory, setting)()
+    monkeypatch.delenv(variable)
+    monkeypatch.setenv("GLIBC_TUNABLES", tunables)
+    getattr(memory, setting)()
     assert calls == []
-    monkeypatch.delenv("GLIBC_TUNABLES")
-    memory.limit_malloc_arenas()
-    assert calls == [(memory._M_ARENA_MAX, memory.MALLOC_ARENAS)]
+    monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.check=0")  # other tunables: ours applies
+    getattr(memory, setting)()
+    assert calls == [(option, value)]
 
 
 # Frees one 8 MiB buffer (glibc then raises its mmap threshold to 8 MiB), then makes 24 of
@@ -128,27 +135,6 @@ def test_large_buffers_go_back_to_the_system_when_freed():
     assert grown > 40 and held > 20  # glibc's rising threshold: the heap keeps them
     grown, held = _held_after_free("mapped")
     assert grown > 40 and held < 4
-
-
-def test_a_users_mmap_threshold_is_left_alone(monkeypatch):
-    calls = []
-
-    class FakeLibc:
-        def mallopt(self, *args):
-            calls.append(args)
-            return 1
-
-    monkeypatch.setattr(memory.ctypes, "CDLL", lambda name: FakeLibc())
-    monkeypatch.delenv("GLIBC_TUNABLES", raising=False)
-    monkeypatch.setenv("MALLOC_MMAP_THRESHOLD_", "1048576")
-    memory.map_large_allocations()
-    monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_")
-    monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.mmap_threshold=65536")
-    memory.map_large_allocations()
-    assert calls == []
-    monkeypatch.delenv("GLIBC_TUNABLES")
-    memory.map_large_allocations()
-    assert calls == [(memory._M_MMAP_THRESHOLD, memory.MMAP_THRESHOLD_BYTES)]
 
 
 def test_the_command_limits_the_heaps_before_anything_else(monkeypatch):
