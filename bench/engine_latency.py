@@ -34,7 +34,7 @@ WARM_UP, SETTLE_SECONDS, AFTER_SETTLE = 30, 6.0, 20
 def child(index_dir: Path, root: Path, queries: int, seed: int) -> None:
     import rag_lsp.memory
 
-    # What the `rag-lsp` command does first (older checkouts may lack either: then nothing).
+    # What the `rag-lsp` command does first (older checkouts may lack any of them: then nothing).
     getattr(rag_lsp.memory, "limit_malloc_arenas", lambda: None)()
     getattr(rag_lsp.memory, "map_large_allocations", lambda: None)()
     getattr(rag_lsp.memory, "arrow_on_system_allocator", lambda: None)()

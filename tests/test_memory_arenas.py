@@ -114,10 +114,10 @@ before = rss()
 blocks = [libc.malloc(2 << 20) for _ in range(24)]
 for block in blocks:
     ctypes.memset(block, 1, 2 << 20)
-grown = rss()
+full = rss()
 for block in blocks[::2]:
     libc.free(block)
-print(json.dumps([grown - before, rss() - (grown - 24)]))
+print(json.dumps([full - before, rss() - (full - 24)]))
 """
 
 
