@@ -47,6 +47,35 @@ def test_patched_postings_answer_as_postings_built_from_scratch():
     assert old.search(["fresh"], 5)[0].tolist() == []  # the old index is left as it was
 
 
+def postings_by_term(index: TermIndex) -> dict[str, list[int]]:
+    """Each term's rows, in order (terms with none left out)."""
+    found = {}
+    for term, at in index.vocabulary.items():
+        rows = index.rows[index.starts[at]:index.starts[at + 1]].tolist()
+        if rows:
+            found[term] = rows
+    return found
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_patched_postings_are_those_built_from_scratch(seed):
+    """Term by term, row by row, and each row's length: whatever share of the rows is
+    kept (none, some, all) and whether or not rows are added."""
+    rng = np.random.default_rng(seed)
+    old_words = words(rng, int(rng.integers(0, 90)), WORDS)
+    new_words = words(rng, int(rng.integers(0, 20)), WORDS + ["fresh", "novel"])
+    old = TermIndex.build(pa.array(old_words, pa.string()))
+    keep = rng.random(len(old_words)) < [0.0, 0.5, 0.95, 1.0][seed % 4]
+    builder = TermIndexBuilder(extending=old)
+    builder.add(pa.array(new_words, pa.string()))
+    patched = old.patched(keep, builder.finish())
+    kept_words = [w for w, k in zip(old_words, keep, strict=True) if k]
+    fresh = TermIndex.build(pa.array(kept_words + new_words, pa.string()))
+    assert postings_by_term(patched) == postings_by_term(fresh)
+    np.testing.assert_array_equal(patched.lengths, fresh.lengths)
+    np.testing.assert_allclose(patched.length_norm, fresh.length_norm, rtol=1e-6)
+
+
 def test_nothing_kept_nothing_added_and_everything_removed():
     old = TermIndex.build(pa.array(["alpha beta", "beta"]))
     empty = TermIndexBuilder(extending=old).finish()

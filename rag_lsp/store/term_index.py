@@ -64,27 +64,32 @@ class TermIndex:
         ``added``'s rows after them, built by a :class:`TermIndexBuilder` extending this
         index. The postings are merged term by term without re-reading any words: after a
         write touched a few files, the rest need not be split and counted again. (Terms whose
-        rows are all gone stay in the vocabulary with none; a full load drops them.)"""
+        rows are all gone stay in the vocabulary with none; a full load drops them.)
+
+        Four passes over the postings: which are kept, the kept ones (renumbered), and one
+        insertion of the added ones after each term's kept ones. The few postings removed
+        give the counts (12k rows of 45 words: ~4 ms against ~10.5 for the dozen passes of
+        a term id per posting)."""
         terms = len(added.vocabulary)
-        old_counts = np.diff(self.starts)
-        old_terms = np.repeat(np.arange(len(old_counts), dtype=np.int32), old_counts)
         still = keep[self.rows]
-        old_terms = old_terms[still]
-        old_rows = (np.cumsum(keep) - 1).astype(np.int32)[self.rows[still]]
-        kept_counts = np.bincount(old_terms, minlength=terms)
+        gone = np.flatnonzero(~still)
+        # The term of each removed posting: the block of ``starts`` it falls in.
+        gone_terms = np.searchsorted(self.starts, gone, side="right") - 1
+        kept_counts = np.zeros(terms, dtype=np.int64)
+        kept_counts[:len(self.starts) - 1] = np.diff(self.starts)
+        kept_counts -= np.bincount(gone_terms, minlength=terms)
+        kept = self.rows[still] if len(gone) else self.rows
+        if not keep.all():
+            kept = (np.cumsum(keep, dtype=np.int32) - 1)[kept]
         added_counts = np.diff(added.starts)
-        added_terms = np.repeat(np.arange(terms, dtype=np.int32), added_counts)
         starts = np.zeros(terms + 1, dtype=np.int64)
         np.cumsum(kept_counts + added_counts, out=starts[1:])
-        # Each term's kept rows first (in their order), then its added ones.
-        kept_starts = np.zeros(terms + 1, dtype=np.int64)
-        np.cumsum(kept_counts, out=kept_starts[1:])
-        rows = np.empty(len(old_rows) + len(added.rows), dtype=np.int32)
-        rank = np.arange(len(old_terms)) - kept_starts[old_terms]
-        rows[starts[old_terms] + rank] = old_rows
-        rank = np.arange(len(added_terms)) - added.starts[added_terms]
-        rows[starts[added_terms] + kept_counts[added_terms] + rank] = (
-            added.rows + np.int32(np.count_nonzero(keep)))
+        # Each added posting goes after its term's kept ones (np.insert keeps the order of
+        # those given the same place: the added rows of a term stay in order).
+        kept_ends = np.cumsum(kept_counts)
+        added_terms = np.repeat(np.arange(terms, dtype=np.int64), added_counts)
+        rows = np.insert(kept.astype(np.int32, copy=False), kept_ends[added_terms],
+                         added.rows + np.int32(np.count_nonzero(keep)))
         lengths = np.concatenate([self.lengths[keep], added.lengths])
         return TermIndex.of(added.vocabulary, starts, rows, lengths)
 

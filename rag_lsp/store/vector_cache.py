@@ -179,10 +179,13 @@ class VectorMatrix:
         if new is None:  # the batches lacked the columns this matrix keeps
             return None
         # Into one new array (a masked copy then a concatenation took 45-80 ms at 12k
-        # chunks, this 5-9)
-        kept_rows = int(np.count_nonzero(keep))
+        # chunks). A take not in its "raise" mode: that one (and np.compress, which calls
+        # it) copies into a buffer of its own first, then into ``out``: 10.8 against 3.0 ms
+        # for 12k x 384, twice the pages faulted in.
+        kept_at = np.flatnonzero(keep)
+        kept_rows = len(kept_at)
         vectors = np.empty((kept_rows + len(added.row_ids), dim), dtype=np.float32)
-        np.compress(keep, self.vectors, axis=0, out=vectors[:kept_rows])
+        np.take(self.vectors, kept_at, axis=0, out=vectors[:kept_rows], mode="clip")
         vectors[kept_rows:] = added.vectors
         row_ids = np.concatenate([self.row_ids[keep], added.row_ids])
         order = np.argsort(row_ids, kind="stable")
