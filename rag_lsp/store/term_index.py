@@ -88,7 +88,7 @@ class TermIndex:
         # those given the same place: the added rows of a term stay in order).
         kept_ends = np.cumsum(kept_counts)
         added_terms = np.repeat(np.arange(terms, dtype=np.int64), added_counts)
-        rows = np.insert(kept.astype(np.int32, copy=False), kept_ends[added_terms],
+        rows = np.insert(kept, kept_ends[added_terms],
                          added.rows + np.int32(np.count_nonzero(keep)))
         lengths = np.concatenate([self.lengths[keep], added.lengths])
         return TermIndex.of(added.vocabulary, starts, rows, lengths)
