@@ -12,7 +12,7 @@ import pytest
 
 from rag_lsp.store.lance_store import ChunkStore, FileRecord
 from rag_lsp.store.term_index import TermIndex, TermIndexBuilder
-from rag_lsp.store.vector_cache import VectorCache, VectorMatrix
+from rag_lsp.store.vector_cache import DEAD_SHARE_MAX, VectorCache, VectorMatrix
 
 DIM = 8
 WORDS = "alpha beta gamma delta epsilon zeta theta kappa lambda sigma omega".split()
@@ -101,10 +101,13 @@ def record(path: str, chunks: int) -> FileRecord:
 
 
 def by_row_id(matrix: VectorMatrix) -> dict[int, tuple]:
+    """Each live row's vector and columns (rows a patch masked out left out)."""
     assert matrix.columns is not None
     rows = matrix.columns.to_pylist()
+    assert len(rows) == len(matrix.row_ids) == len(matrix.vectors)
     return {int(r): (matrix.vectors[at].tobytes(), rows[at])
-            for at, r in enumerate(matrix.row_ids)}
+            for at, r in enumerate(matrix.row_ids)
+            if matrix.alive is None or matrix.alive[at]}
 
 
 def assert_same_matrix(patched: VectorMatrix, loaded: VectorMatrix) -> None:
@@ -254,3 +257,197 @@ def test_a_reload_that_began_before_a_patch_does_not_bring_back_an_older_copy():
     reload.start()
     reload.join()
     assert cache._matrix is newer  # noqa: SLF001
+
+
+# ---- a run of patches, each checked against the matrix a load of the same rows gives ----
+
+PATH_WORDS = "alpha beta gamma delta epsilon zeta theta kappa".split()
+
+
+# Vectors that several chunks share (the same boilerplate in many files): exact ties.
+SHARED = np.eye(DIM, dtype=np.float32)[:2]
+
+
+def chunk_rows(rng: np.random.Generator, path: str, count: int, first_id: int) -> list[dict]:
+    vectors = rng.standard_normal((count, DIM)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    for n in np.flatnonzero(rng.random(count) < 0.3):
+        vectors[n] = SHARED[n % 2]
+    return [{"_rowid": first_id + n, "vector": vectors[n], "path": path,
+             "id": f"{path}#{first_id + n}", "kind": "function",
+             "terms": " ".join(rng.choice(PATH_WORDS + ["rare", "novel"], size=rng.integers(0, 5))),
+             "defines": " ".join(rng.choice(["Alpha", "beta", "Gamma"], size=rng.integers(0, 2))),
+             "text": f"text of {first_id + n}"} for n in range(count)]
+
+
+def as_batch(rows: list[dict]) -> pa.RecordBatch:
+    flat = np.concatenate([r["vector"] for r in rows]) if rows else np.empty(0, np.float32)
+    columns = {"vector": pa.FixedSizeListArray.from_arrays(pa.array(flat, pa.float32()), DIM),
+               "_rowid": pa.array([r["_rowid"] for r in rows], pa.uint64())}
+    for name in ("path", "id", "kind", "terms", "defines", "text"):
+        columns[name] = pa.array([r[name] for r in rows], pa.string())
+    return pa.record_batch(list(columns.values()), names=list(columns))
+
+
+KEPT = ["path", "id", "kind", "terms", "defines"]
+
+
+def assert_answers_as_loaded(patched: VectorMatrix, rows: list[dict],
+                             rng: np.random.Generator) -> None:
+    """Everything a search asks of ``patched`` is what a load of ``rows`` (the live rows,
+    in the order the patches left them) gives: same rows, same order, same scores."""
+    fresh = VectorMatrix.from_batches(patched.version, [as_batch(rows)], len(rows), DIM, KEPT,
+                                      10**6)
+    assert patched.live_rows == len(rows)
+    ids = [r["_rowid"] for r in rows]
+    for query in [r["vector"] for r in rows[:3]] + list(SHARED) + list(
+            rng.standard_normal((3, DIM))):
+        query = (query / np.linalg.norm(query)).astype(np.float32)
+        for limit in (1, 5, len(rows) + 3):
+            mine, cosines = patched.nearest(query, limit)
+            theirs, want = fresh.nearest(query, limit)
+            assert patched.row_ids[mine].tolist() == fresh.row_ids[theirs].tolist()
+            # (a product over more rows may round its last bit differently)
+            np.testing.assert_allclose(cosines, want, rtol=0, atol=1e-6)
+            assert patched.rows_at(mine) == fresh.rows_at(theirs)
+    for index, queries in (("terms", [[w] for w in PATH_WORDS + ["rare", "novel", "absent"]]
+                            + [["alpha", "novel"], ["beta", "gamma", "rare"]]),
+                           ("names", [["alpha"], ["beta"], ["gamma", "alpha"]])):
+        for terms in queries:
+            mine, scores = getattr(patched, index).search(terms, 1000)
+            theirs, want = getattr(fresh, index).search(terms, 1000)
+            assert patched.row_ids[mine].tolist() == fresh.row_ids[theirs].tolist(), terms
+            np.testing.assert_array_equal(scores, want)
+    for row in rows:
+        np.testing.assert_array_equal(patched.vector_of(row["_rowid"]), row["vector"])
+    gone = set(patched.row_ids.tolist()) - set(ids)
+    assert all(patched.vector_of(row_id) is None for row_id in gone)
+
+
+def everything_found(matrix: VectorMatrix) -> list:
+    """All a search could read of ``matrix``: each query's rows, scores and columns."""
+    found = []
+    for query in SHARED:
+        positions, cosines = matrix.nearest(query, 1000)
+        found.append((cosines.tolist(), matrix.rows_at(positions)))
+    for index, terms in (("terms", ["alpha"]), ("terms", ["novel", "beta"]),
+                         ("names", ["gamma"])):
+        positions, scores = getattr(matrix, index).search(terms, 1000)
+        found.append((scores.tolist(), matrix.rows_at(positions)))
+    return found
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_run_of_patches_answers_as_a_load_of_the_same_rows(seed):
+    """Rows appended and masked out, or one compact copy past DEAD_SHARE_MAX: either way
+    each patched matrix answers as a fresh load; both ways happen in each run."""
+    rng = np.random.default_rng(100 + seed)
+    paths = [f"src/m{n}.py" for n in range(12)]
+    next_id = 0
+    rows: list[dict] = []
+    for path in paths:
+        rows += chunk_rows(rng, path, int(rng.integers(1, 5)), next_id)
+        next_id += 10
+    matrix = VectorMatrix.from_batches(1, [as_batch(rows)], len(rows), DIM, KEPT, 10**6)
+    ways = set()
+    for version in range(2, 26):
+        changed = sorted(set(rng.choice(paths + ["src/new.py"], size=rng.integers(1, 3))))
+        written = []
+        for path in changed:
+            if rng.random() < 0.8:  # else the file was deleted
+                written += chunk_rows(rng, path, int(rng.integers(0, 4)), next_id)
+                next_id += 10
+        held = matrix.vectors.copy(), everything_found(matrix)
+        patched = matrix.patched(version, changed, [as_batch(written)], 10**6)
+        assert patched is not None
+        # A search holding the matrix from before the patch sees it unchanged.
+        np.testing.assert_array_equal(matrix.vectors, held[0])
+        assert everything_found(matrix) == held[1]
+        ways.add("appended" if patched.alive is not None else "compacted")
+        assert patched.columns.column(0).num_chunks <= 2  # the load's rows, the appended
+        assert patched.appended_rows <= DEAD_SHARE_MAX * len(patched.row_ids)
+        rows = [r for r in rows if r["path"] not in changed] + written
+        assert_answers_as_loaded(patched, rows, rng)
+        matrix = patched
+    assert ways == {"appended", "compacted"}
+
+
+def test_appended_rows_go_into_the_room_after_the_vectors():
+    rng = np.random.default_rng(7)
+    rows = chunk_rows(rng, "a.py", 40, 0)
+    matrix = VectorMatrix.from_batches(1, [as_batch(rows)], 40, DIM, KEPT, 10**6)
+    first = matrix.patched(2, ["b.py"], [as_batch(chunk_rows(rng, "b.py", 2, 100))], 10**6)
+    second = first.patched(3, ["c.py"], [as_batch(chunk_rows(rng, "c.py", 2, 200))], 10**6)
+    assert first.room is not None and second.room is first.room  # no new copy
+    assert len(first.vectors) == 42 and len(second.vectors) == 44
+    assert np.shares_memory(second.vectors, first.vectors)
+    # A second patch of the same matrix must not write over the rows the first one added.
+    kept = second.vectors.copy()
+    other = first.patched(3, ["d.py"], [as_batch(chunk_rows(rng, "d.py", 2, 300))], 10**6)
+    assert other is not None and other.room is not first.room
+    np.testing.assert_array_equal(second.vectors, kept)
+    assert other.vector_of(300) is not None and second.vector_of(300) is None
+
+
+def test_a_compaction_of_a_patched_copy_relabels_only_the_live_rows():
+    rng = np.random.default_rng(8)
+    rows = chunk_rows(rng, "a.py", 20, 0) + chunk_rows(rng, "b.py", 3, 100)
+    matrix = VectorMatrix.from_batches(1, [as_batch(rows)], 23, DIM, KEPT, 10**6)
+    written = chunk_rows(rng, "b.py", 1, 200)
+    patched = matrix.patched(2, ["b.py"], [as_batch(written)], 10**6)
+    assert patched is not None and patched.alive is not None  # 3 of 24 out: appended
+    # The table compacted: the 21 live chunks at new row ids, in another order.
+    live = (rows[:20] + written)[::-1]
+    moved = patched.relabelled(3, pa.array([r["id"] for r in live]),
+                               np.arange(500, 521, dtype=np.uint64))
+    assert moved is not None and moved.alive is None and len(moved.row_ids) == 21
+    assert moved.terms is not None and len(moved.terms) == 21 and moved.holds_text
+    # Searches answer as a load of these rows (in the order the copy keeps them: ties go
+    # to the earlier row) would.
+    moved_ids = {r["id"]: row_id for r, row_id in zip(live, range(500, 521), strict=True)}
+    fresh = VectorMatrix.from_batches(3, [as_batch([{**r, "_rowid": moved_ids[r["id"]]}
+                                                    for r in live[::-1]])], 21, DIM, KEPT, 10**6)
+    assert everything_found(moved) == everything_found(fresh)
+    for row, row_id in zip(live, range(500, 521), strict=True):
+        np.testing.assert_array_equal(moved.vector_of(row_id), row["vector"])
+
+
+def test_text_over_its_budget_with_the_masked_rows_is_kept_as_a_load_keeps_it():
+    """The appended path would count the masked rows' text too: the patch makes a compact
+    copy instead, which keeps the text when the live rows' text fits, as a load does."""
+    rng = np.random.default_rng(9)
+    rows = chunk_rows(rng, "a.py", 30, 0) + chunk_rows(rng, "b.py", 2, 100)
+    budget = sum(len(r["text"]) for r in rows) * 4 + 200  # roomy for the live rows' text
+    matrix = VectorMatrix.from_batches(1, [as_batch(rows)], 32, DIM, KEPT, budget)
+    assert matrix.holds_text
+    written = chunk_rows(rng, "b.py", 2, 200)
+    budget_now = matrix.columns.column("text").nbytes + 10  # not with b.py twice over
+    patched = matrix.patched(2, ["b.py"], [as_batch(written)], budget_now)
+    fresh = VectorMatrix.from_batches(2, [as_batch(rows[:30] + written)], 32, DIM, KEPT,
+                                      budget_now)
+    assert patched is not None and fresh.holds_text and patched.holds_text
+    assert patched.alive is None  # the compact copy
+
+
+def test_a_matrix_without_postings_is_patched_by_appending_too():
+    rng = np.random.default_rng(10)
+    rows = chunk_rows(rng, "a.py", 20, 0) + chunk_rows(rng, "b.py", 2, 100)
+    plain = ["path", "id", "kind"]
+    for row in rows:
+        row.pop("terms"), row.pop("defines")
+
+    def batch_of(these: list[dict]) -> pa.RecordBatch:
+        full = as_batch([{**r, "terms": "", "defines": ""} for r in these])
+        return full.drop_columns(["terms", "defines"])
+
+    matrix = VectorMatrix.from_batches(1, [batch_of(rows)], 22, DIM, plain, 10**6)
+    written = [{k: v for k, v in r.items() if k not in ("terms", "defines")}
+               for r in chunk_rows(rng, "b.py", 1, 200)]
+    patched = matrix.patched(2, ["b.py"], [batch_of(written)], 10**6)
+    assert patched is not None and patched.alive is not None and patched.terms is None
+    fresh = VectorMatrix.from_batches(2, [batch_of(rows[:20] + written)], 21, DIM, plain,
+                                      10**6)
+    for query in list(SHARED) + [r["vector"] for r in written]:
+        mine, _ = patched.nearest(query, 5)
+        theirs, _ = fresh.nearest(query, 5)
+        assert patched.rows_at(mine) == fresh.rows_at(theirs)

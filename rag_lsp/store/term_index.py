@@ -108,18 +108,97 @@ class TermIndex:
         return found, scores[found]
 
 
+@dataclass(frozen=True)
+class LivePostings:
+    """The postings a search uses: those of a load (``base``) and those of the rows this
+    process's writes have added since (``added``, numbered after the base's rows; ``None``:
+    none), with the rows those writes have removed masked out (``alive``, one per row of
+    both; ``None``: all alive). A patch of a few files rebuilds only ``added``, and a search
+    answers exactly as postings built from scratch of the live rows would (counts, lengths
+    and the mean length over the live rows only; ties keep the earlier row): see
+    ``VectorMatrix.patched``."""
+
+    base: TermIndex
+    added: TermIndex | None
+    alive: np.ndarray | None
+    length_norm: np.ndarray  # float32 per row of both, from the live rows' mean length
+    live: int
+
+    @classmethod
+    def of(cls, base: TermIndex, added: TermIndex | None = None,
+           alive: np.ndarray | None = None) -> LivePostings:
+        if added is None and alive is None:
+            return cls(base, None, None, base.length_norm, len(base))
+        lengths = base.lengths if added is None else np.concatenate([base.lengths,
+                                                                     added.lengths])
+        live = lengths if alive is None else lengths[alive]
+        # As TermIndex.of computes it for the live rows alone (same values, same order).
+        mean = float(live.mean()) if len(live) and live.mean() > 0 else 1.0
+        return cls(base, added, alive, (K1 * (1 - B + B * lengths / mean)).astype(np.float32),
+                   len(live))
+
+    @property
+    def vocabulary(self) -> dict[str, int]:
+        """The newest numbering of terms (rows to add extend it: see TermIndexBuilder)."""
+        return self.base.vocabulary if self.added is None else self.added.vocabulary
+
+    def __len__(self) -> int:
+        return self.live
+
+    def appended(self, alive: np.ndarray, rows: TermIndex) -> LivePostings:
+        """These postings with ``rows`` (built extending them) after the last row, and only
+        the rows ``alive`` marks (one per row, the new ones included) still live."""
+        if self.added is None:
+            return LivePostings.of(self.base, rows, alive)
+        everything = np.ones(len(self.added), dtype=bool)
+        return LivePostings.of(self.base, self.added.patched(everything, rows), alive)
+
+    def compacted(self, keep: np.ndarray, rows: TermIndex) -> LivePostings:
+        """One index of the rows ``keep`` marks (one per row of both), renumbered in order,
+        then ``rows`` (built extending these postings)."""
+        cut = len(self.base)
+        tail = rows if self.added is None else self.added.patched(keep[cut:], rows)
+        return LivePostings.of(self.base.patched(keep[:cut], tail))
+
+    def search(self, terms: Sequence[str], limit: int) -> tuple[np.ndarray, np.ndarray]:
+        """Live rows having any of ``terms``, best first (at most ``limit``), and their
+        scores (see :meth:`TermIndex.search`)."""
+        if self.added is None and self.alive is None:
+            return self.base.search(terms, limit)
+        cut = len(self.base)
+        parts_of = [(self.base, 0)] + ([(self.added, cut)] if self.added is not None else [])
+        scores = np.zeros(len(self.length_norm), dtype=np.float32)
+        for term in dict.fromkeys(terms):
+            parts = []
+            for index, offset in parts_of:
+                at = index.vocabulary.get(term)
+                if at is not None and at + 1 < len(index.starts):
+                    parts.append(index.rows[index.starts[at]:index.starts[at + 1]] + offset)
+            rows = np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+            if self.alive is not None:
+                rows = rows[self.alive[rows]]
+            if not len(rows):
+                continue
+            idf = math.log(1 + (self.live - len(rows) + 0.5) / (len(rows) + 0.5))
+            scores[rows] += idf * (K1 + 1) / (1 + self.length_norm[rows])
+        found = np.flatnonzero(scores)
+        found = found[np.lexsort((found, -scores[found]))][:max(limit, 0)]  # ties: earlier row
+        return found, scores[found]
+
+
 class TermIndexBuilder:
     """Builds a :class:`TermIndex` one batch of rows at a time: splitting and counting happen
     in Arrow and NumPy, not in a Python loop over terms, and only one batch's words are held
     as strings at a time (at 50k chunks a column holds millions of (chunk, term) pairs)."""
 
     def __init__(self, *, lower: bool = False, max_terms: int = MAX_TERMS,
-                 extending: TermIndex | None = None):
+                 extending: TermIndex | LivePostings | None = None):
         """``extending``: rows to be added to that index (see :meth:`TermIndex.patched`),
         so their terms are numbered as in it (its vocabulary is copied, not changed)."""
         self._lower = lower
         self._max_terms = max_terms
-        self._vocabulary: dict[str, int] = dict(extending.vocabulary) if extending else {}
+        self._vocabulary: dict[str, int] = (dict(extending.vocabulary)
+                                             if extending is not None else {})
         self._terms: list[np.ndarray] = []  # per batch: the term id of each pair …
         self._owners: list[np.ndarray] = []  # … and the row it is in
         self._lengths: list[np.ndarray] = []  # per batch: distinct terms of each row

@@ -3,11 +3,11 @@
 LanceDB's brute-force vector search costs ~15-25 ms per query at 10k chunks on two cores,
 nearly all of it overhead; one matrix-vector product over the same vectors takes under 1 ms
 (12k x 384 float32 = 18 MB). The matrix belongs to one table version. After this process's
-own writes it is patched (the changed files' rows read again, the rest kept; after a
-compaction, only new row ids): while such a write runs, searches keep the matrix of the
-version before it. After anyone else's write the store falls back to LanceDB until a
-background reload (at most one every few seconds, so an indexing run is not slowed down) has
-caught up. Row ids (``_rowid``) find the rows again.
+own writes it is patched (the changed files' rows read again and appended, the rows they
+replace masked out; after a compaction, only new row ids): while such a write runs, searches
+keep the matrix of the version before it. After anyone else's write the store falls back to
+LanceDB until a background reload (at most one every few seconds, so an indexing run is not
+slowed down) has caught up. Row ids (``_rowid``) find the rows again.
 
 Up to a size the load also keeps every column a search ranks by (all but the chunk's text),
 as Arrow arrays: reading the ~70 rows each retriever finds back from LanceDB cost ~4 ms a
@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TypeVar
 
 import numpy as np
@@ -30,12 +31,16 @@ import pyarrow.compute as pc
 
 from rag_lsp.memory import return_freed_memory
 from rag_lsp.priority import run_in_background
-from rag_lsp.store.term_index import TermIndex, TermIndexBuilder
+from rag_lsp.store.term_index import LivePostings, TermIndex, TermIndexBuilder
 from rag_lsp.terms import path_terms
 
 log = logging.getLogger(__name__)
 
 RELOAD_INTERVAL_SECONDS = 5.0  # while the table keeps changing, reload at most this often
+# A patch appends the changed files' rows and masks out the rows they replace (see
+# VectorMatrix.patched); once more than this share of the rows is masked out, it makes one
+# compact copy instead.
+DEAD_SHARE_MAX = 0.25
 
 T = TypeVar("T")
 
@@ -73,6 +78,29 @@ def shutting_down() -> bool:
     return not threading.main_thread().is_alive()
 
 
+class Room:
+    """An array of vectors with room after its rows for those patches append (see
+    ``VectorMatrix._appended``). The room goes to one patch at a time: a matrix held by a
+    search only sees its own rows, and a second patch of the same matrix gets a copy instead
+    of writing over the first one's rows."""
+
+    def __init__(self, vectors: np.ndarray, rows: int):
+        """A copy of ``vectors`` with room for ``rows`` rows and a quarter more."""
+        self.vectors = np.empty((rows + max(64, rows // 4), vectors.shape[1]), dtype=np.float32)
+        self.vectors[:len(vectors)] = vectors
+        self._used = rows
+        self._lock = threading.Lock()
+
+    def claim(self, rows: int, count: int) -> bool:
+        """Whether the ``count`` rows after the first ``rows`` are free for the caller (the
+        matrix of those first rows is the last one made in this room, and they fit)."""
+        with self._lock:
+            if self._used != rows or rows + count > len(self.vectors):
+                return False
+            self._used = rows + count
+            return True
+
+
 @dataclass(frozen=True)
 class VectorMatrix:
     version: int
@@ -82,11 +110,18 @@ class VectorMatrix:
     sorted_rows: np.ndarray  # … and the row of ``vectors`` each one is in
     # Full-text postings of the same rows (row numbers as in ``vectors``), when the batches
     # carried ``terms``, ``defines`` and ``path`` (see rag_lsp.store.term_index)
-    terms: TermIndex | None = None
-    names: TermIndex | None = None
+    terms: LivePostings | None = None
+    names: LivePostings | None = None
     # The columns a search ranks by, row by row as in ``vectors`` (see :meth:`rows_at`),
     # with the chunks' ``text`` when it fitted in the budget
     columns: pa.Table | None = None
+    # Rows that this process's writes have replaced since the load stay where they are,
+    # masked out: one bool per row (``None``: every row is live). See :meth:`patched`.
+    alive: np.ndarray | None = None
+    # The array whose first rows ``vectors`` is, with room for the rows patches append
+    # (``None``: none), and how many of the rows patches appended (the last ones)
+    room: Room | None = None
+    appended_rows: int = 0
 
     @classmethod
     def from_batches(cls, version: int, batches: Iterable[pa.RecordBatch], rows: int,
@@ -140,8 +175,8 @@ class VectorMatrix:
         vectors, row_ids = vectors[:filled], row_ids[:filled]
         order = np.argsort(row_ids, kind="stable")
         with_words = with_words and not any(b.overflowed for b in words.values())
-        terms = words["terms"].finish() if with_words else None
-        names = words["defines"].finish() if with_words else None
+        terms = LivePostings.of(words["terms"].finish()) if with_words else None
+        names = LivePostings.of(words["defines"].finish()) if with_words else None
         columns = None
         if kept:  # one compact copy: the batches' buffers may be slices of larger reads
             columns = pa.Table.from_batches(kept).combine_chunks()
@@ -153,31 +188,102 @@ class VectorMatrix:
     def holds_text(self) -> bool:
         return self.columns is not None and "text" in self.columns.column_names
 
+    @property
+    def live_rows(self) -> int:
+        return len(self.row_ids) if self.alive is None else int(np.count_nonzero(self.alive))
+
     def patched(self, version: int, paths: Iterable[str], batches: Iterable[pa.RecordBatch],
-                text_bytes: int) -> VectorMatrix | None:
+                text_bytes: int, *, compact: bool = False) -> VectorMatrix | None:
         """The matrix of ``version``, a table version that differs from this one's only in
         the rows of ``paths``: this matrix's rows of other paths (their row ids unchanged,
         as an append, a delete or a merge of some files leaves them), then the rows of
         ``paths`` as ``batches`` carry them, read as a load reads (see :meth:`from_batches`).
-        ``None`` when this matrix does not know its rows' paths (no columns kept). Costs a
-        read of the changed rows and a merge, not a read and a count of every row's words:
-        ~0.2 s of CPU for a load at 12k chunks."""
+        ``None`` when this matrix does not know its rows' paths (no columns kept).
+
+        The new rows are appended and the rows they replace masked out (see ``alive``),
+        instead of a copy of every row (a one-file patch at 12k chunks: 2.8 against 19.8 ms
+        in memory, and no second copy held meanwhile; bench/patch_cost.py). Past
+        ``DEAD_SHARE_MAX`` of the rows masked out or appended, with text over its budget
+        counting the masked rows', or with ``compact``, the patch makes one compact copy."""
         if self.columns is None:
             return None
         dim = self.vectors.shape[1]
         changed = pa.array(sorted(set(paths)), pa.string())
-        keep = pc.invert(pc.is_in(self.columns.column("path"), value_set=changed))
-        keep = keep.to_numpy(zero_copy_only=False)
+        gone = pc.is_in(self.columns.column("path"), value_set=changed)
+        keep = ~gone.to_numpy(zero_copy_only=False)
+        if self.alive is not None:
+            keep &= self.alive
         row_columns = [c for c in self.columns.column_names if c != "text"]
         added = VectorMatrix.from_batches(version, batches, 0, dim, row_columns, text_bytes,
                                           extending=self)
-        added_terms, added_names, new = added.terms, added.names, added.columns
+        added_terms = added.terms and added.terms.base
+        added_names = added.names and added.names.base
+        new = added.columns
         if not len(added.row_ids):  # the files' rows were only deleted
             added_terms = self.terms and TermIndexBuilder(extending=self.terms).finish()
             added_names = self.names and TermIndexBuilder(extending=self.names).finish()
             new = self.columns.schema.empty_table()
         if new is None:  # the batches lacked the columns this matrix keeps
             return None
+        rows = len(keep) + len(added.row_ids)
+        dead = len(keep) - int(np.count_nonzero(keep))
+        # Appended rows are copied again at each patch (their columns and postings), and
+        # the text budget of the appended path counts the masked rows' text too: past either,
+        # one compact copy (which counts only the live rows' text, as a load does).
+        over_budget = self.holds_text and "text" in new.column_names and (
+            self.columns.column("text").nbytes + new.column("text").nbytes > text_bytes)
+        if (compact or over_budget or dead > DEAD_SHARE_MAX * rows
+                or self.appended_rows + len(added.row_ids) > DEAD_SHARE_MAX * rows):
+            return self._compacted(version, keep, added, added_terms, added_names, new,
+                                   text_bytes)
+        return self._appended(version, keep, added, added_terms, added_names, new,
+                              text_bytes)
+
+    def _appended(self, version: int, keep: np.ndarray, added: VectorMatrix,
+                  added_terms: TermIndex | None, added_names: TermIndex | None,
+                  new: pa.Table, text_bytes: int) -> VectorMatrix:
+        """Every row of this matrix where it is (those not in ``keep`` masked out), then
+        ``added``'s: their vectors go into the room after this matrix's own (see
+        :class:`Room`), or into a new array with room when there is none."""
+        rows, count = len(self.row_ids), len(added.row_ids)
+        room = self.room if self.room is not None and self.room.claim(rows, count) else None
+        if room is None:  # none left, or another patch of this matrix took it
+            room = Room(self.vectors, rows + count)
+        room.vectors[rows:rows + count] = added.vectors
+        row_ids = np.concatenate([self.row_ids, added.row_ids])
+        order = np.argsort(added.row_ids, kind="stable")
+        at = np.searchsorted(self.sorted_ids, added.row_ids[order])
+        sorted_ids = np.insert(self.sorted_ids, at, added.row_ids[order])
+        sorted_rows = np.insert(self.sorted_rows, at, order + rows)
+        alive = np.concatenate([keep, np.ones(count, dtype=bool)])
+        terms = names = None
+        if self.terms is not None and added_terms is not None:
+            terms = self.terms.appended(alive, added_terms)
+            names = self.names.appended(alive, added_names)
+        held = self.columns
+        if "text" in held.column_names and "text" in new.column_names and (
+                held.column("text").nbytes + new.column("text").nbytes <= text_bytes):
+            new = new.select(held.column_names)
+        else:  # the text for all rows or none (see ChunkStore.fill_text)
+            row_columns = [c for c in held.column_names if c != "text"]
+            held, new = held.select(row_columns), new.select(row_columns)
+        # Two pieces: the rows of the load (or of the last compact copy) as they are, and
+        # those appended since in one array (a search takes its rows piece by piece: see
+        # rows_at). Only the appended ones are copied.
+        pieces = held.to_batches() or [pa.RecordBatch.from_pylist([], schema=held.schema)]
+        later = pa.Table.from_batches(pieces[1:] + new.to_batches(), held.schema)
+        columns = pa.concat_tables([pa.Table.from_batches(pieces[:1], held.schema),
+                                    later.combine_chunks()])
+        return VectorMatrix(version, row_ids, room.vectors[:rows + count], sorted_ids,
+                            sorted_rows, terms, names, columns, alive, room,
+                            self.appended_rows + count)
+
+    def _compacted(self, version: int, keep: np.ndarray, added: VectorMatrix,
+                   added_terms: TermIndex | None, added_names: TermIndex | None,
+                   new: pa.Table, text_bytes: int) -> VectorMatrix:
+        """The rows of this matrix in ``keep``, then ``added``'s, in one new copy."""
+        dim = self.vectors.shape[1]
+        row_columns = [c for c in self.columns.column_names if c != "text"]
         # Into one new array (a masked copy then a concatenation took 45-80 ms at 12k
         # chunks). A take not in its "raise" mode: that one (and np.compress, which calls
         # it) copies into a buffer of its own first, then into ``out``: 10.8 against 3.0 ms
@@ -191,8 +297,8 @@ class VectorMatrix:
         order = np.argsort(row_ids, kind="stable")
         terms = names = None
         if self.terms is not None and added_terms is not None:
-            terms = self.terms.patched(keep, added_terms)
-            names = self.names.patched(keep, added_names)
+            terms = self.terms.compacted(keep, added_terms)
+            names = self.names.compacted(keep, added_names)
         kept = self.columns.filter(pa.array(keep))
         if "text" in kept.column_names and "text" in new.column_names and (
                 kept.column("text").nbytes + new.column("text").nbytes <= text_bytes):
@@ -210,6 +316,10 @@ class VectorMatrix:
         row id. ``None`` when the rows differ or this matrix does not know its chunks' ids."""
         if self.columns is None or "id" not in self.columns.column_names:
             return None
+        if self.alive is not None and not self.alive.all():  # only live rows were moved
+            text_bytes = self.columns.column("text").nbytes if self.holds_text else 0
+            compact = self.patched(self.version, (), (), text_bytes, compact=True)
+            return compact and compact.relabelled(version, ids, row_ids)
         if len(ids) != len(self.row_ids):
             return None
         at = pc.index_in(self.columns.column("id"), value_set=ids)
@@ -218,17 +328,22 @@ class VectorMatrix:
         moved = np.asarray(row_ids, dtype=np.uint64)[at.to_numpy(zero_copy_only=False)]
         order = np.argsort(moved, kind="stable")
         return VectorMatrix(version, moved, self.vectors, moved[order], order, self.terms,
-                            self.names, self.columns)
+                            self.names, self.columns, self.alive, self.room, self.appended_rows)
 
     def nearest(self, query: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
         """Positions (rows of ``vectors``) of the ``limit`` closest rows, closest first, and
         their cosines; ``row_ids[positions]`` are their row ids."""
-        if len(self.row_ids) == 0:
+        live = self.live_rows
+        if live == 0:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
         scores = self.vectors @ query
-        limit = min(limit, len(scores))
+        scores[self._dead] = -np.inf
+        limit = min(limit, live)
         top = np.argpartition(-scores, limit - 1)[:limit]
-        top = top[np.argsort(-scores[top], kind="stable")]
+        # Every row tied with the last one kept competes, and ties keep the earlier row: the
+        # same rows in the same order whatever rows a patch masked out or appended.
+        top = np.flatnonzero(scores >= scores[top].min())
+        top = top[np.lexsort((top, -scores[top]))][:limit]
         return top, scores[top]
 
     def rows_at(self, positions: np.ndarray) -> list[dict] | None:
@@ -237,16 +352,44 @@ class VectorMatrix:
         columns were kept."""
         if self.columns is None:
             return None
-        rows = self.columns.take(pa.array(positions, type=pa.int64())).to_pylist()
+        positions = np.asarray(positions, dtype=np.int64)
+        pieces, starts = self._pieces
+        if len(pieces) == 1:
+            rows = pieces[0].take(pa.array(positions)).to_pylist()
+        else:  # piece by piece: Arrow's take joins a column's pieces into one array first
+            rows: list = [None] * len(positions)
+            piece_of = np.searchsorted(starts, positions, side="right") - 1
+            for piece in np.unique(piece_of).tolist():
+                at = np.flatnonzero(piece_of == piece)
+                taken = pieces[piece].take(pa.array(positions[at] - starts[piece]))
+                for i, row in zip(at.tolist(), taken.to_pylist(), strict=True):
+                    rows[i] = row
         for row, row_id in zip(rows, self.row_ids[positions].tolist(), strict=True):
             row["_rowid"] = row_id
         return rows
 
+    @cached_property
+    def _pieces(self) -> tuple[list[pa.RecordBatch], np.ndarray]:
+        """The kept columns' pieces (one, or one more per patch that appended rows: see
+        :meth:`patched`) and the first row of each."""
+        assert self.columns is not None
+        pieces = [b for b in self.columns.to_batches() if b.num_rows] or [
+            pa.RecordBatch.from_pylist([], schema=self.columns.schema)]
+        return pieces, np.cumsum([0] + [b.num_rows for b in pieces[:-1]])
+
+    @cached_property
+    def _dead(self) -> np.ndarray:
+        """The rows masked out (see ``alive``)."""
+        return np.flatnonzero(~self.alive) if self.alive is not None else np.empty(0, np.int64)
+
     def vector_of(self, row_id: int) -> np.ndarray | None:
         at = int(np.searchsorted(self.sorted_ids, row_id))
-        if at == len(self.sorted_ids) or self.sorted_ids[at] != row_id:
-            return None
-        return self.vectors[self.sorted_rows[at]]
+        while at < len(self.sorted_ids) and self.sorted_ids[at] == row_id:
+            row = self.sorted_rows[at]
+            if self.alive is None or self.alive[row]:
+                return self.vectors[row]
+            at += 1  # a row masked out (see patched)
+        return None
 
 
 class VectorCache:
