@@ -29,6 +29,14 @@ B = 0.75
 MAX_TERMS = 500_000
 
 
+def best_first(scores: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
+    """The rows with a score, best first (at most ``limit``; ties: the earlier row), and
+    their scores."""
+    found = np.flatnonzero(scores)
+    found = found[np.lexsort((found, -scores[found]))][:max(limit, 0)]
+    return found, scores[found]
+
+
 @dataclass(frozen=True)
 class TermIndex:
     """Postings of one column: for each term, the rows (positions in the column) that have
@@ -103,9 +111,7 @@ class TermIndex:
             rows = self.rows[self.starts[at]:self.starts[at + 1]]
             idf = math.log(1 + (len(self) - len(rows) + 0.5) / (len(rows) + 0.5))
             scores[rows] += idf * (K1 + 1) / (1 + self.length_norm[rows])
-        found = np.flatnonzero(scores)
-        found = found[np.lexsort((found, -scores[found]))][:max(limit, 0)]  # ties: earlier row
-        return found, scores[found]
+        return best_first(scores, limit)
 
 
 @dataclass(frozen=True)
@@ -181,9 +187,7 @@ class LivePostings:
                 continue
             idf = math.log(1 + (self.live - len(rows) + 0.5) / (len(rows) + 0.5))
             scores[rows] += idf * (K1 + 1) / (1 + self.length_norm[rows])
-        found = np.flatnonzero(scores)
-        found = found[np.lexsort((found, -scores[found]))][:max(limit, 0)]  # ties: earlier row
-        return found, scores[found]
+        return best_first(scores, limit)
 
 
 class TermIndexBuilder:

@@ -201,7 +201,7 @@ class VectorMatrix:
         ``None`` when this matrix does not know its rows' paths (no columns kept).
 
         The new rows are appended and the rows they replace masked out (see ``alive``),
-        instead of a copy of every row (a one-file patch at 12k chunks: 2.8 against 19.8 ms
+        instead of a copy of every row (a one-file patch at 12k chunks: 3.1 against 20.9 ms
         in memory, and no second copy held meanwhile; bench/patch_cost.py). Past
         ``DEAD_SHARE_MAX`` of the rows masked out or appended, with text over its budget
         counting the masked rows', or with ``compact``, the patch makes one compact copy."""
@@ -236,15 +236,15 @@ class VectorMatrix:
                 or self.appended_rows + len(added.row_ids) > DEAD_SHARE_MAX * rows):
             return self._compacted(version, keep, added, added_terms, added_names, new,
                                    text_bytes)
-        return self._appended(version, keep, added, added_terms, added_names, new,
-                              text_bytes)
+        return self._appended(version, keep, added, added_terms, added_names, new)
 
     def _appended(self, version: int, keep: np.ndarray, added: VectorMatrix,
                   added_terms: TermIndex | None, added_names: TermIndex | None,
-                  new: pa.Table, text_bytes: int) -> VectorMatrix:
+                  new: pa.Table) -> VectorMatrix:
         """Every row of this matrix where it is (those not in ``keep`` masked out), then
         ``added``'s: their vectors go into the room after this matrix's own (see
-        :class:`Room`), or into a new array with room when there is none."""
+        :class:`Room`), or into a new array with room when there is none. (The text's
+        budget was checked by :meth:`patched`.)"""
         rows, count = len(self.row_ids), len(added.row_ids)
         room = self.room if self.room is not None and self.room.claim(rows, count) else None
         if room is None:  # none left, or another patch of this matrix took it
@@ -261,8 +261,7 @@ class VectorMatrix:
             terms = self.terms.appended(alive, added_terms)
             names = self.names.appended(alive, added_names)
         held = self.columns
-        if "text" in held.column_names and "text" in new.column_names and (
-                held.column("text").nbytes + new.column("text").nbytes <= text_bytes):
+        if "text" in held.column_names and "text" in new.column_names:
             new = new.select(held.column_names)
         else:  # the text for all rows or none (see ChunkStore.fill_text)
             row_columns = [c for c in held.column_names if c != "text"]
