@@ -3,6 +3,10 @@
 from typing import TYPE_CHECKING
 
 from rag_lsp.search.results import SearchFilters, SearchResponse, SearchResult
+from rag_lsp.store.deferred_imports import defer_lance_rest_client
+
+# Before anything imports lancedb: a client it loads and never uses here, deferred (-1.3 s).
+defer_lance_rest_client()
 
 if TYPE_CHECKING:
     from rag_lsp.workspace import Workspace, WorkspaceStatus
