@@ -183,6 +183,10 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=RESULTS / "index_workspace.json")
     parser.add_argument("--no-query-session", action="store_true",
                         help="do not make the query's model session before the run")
+    parser.add_argument("--settle", type=float, default=0.0, metavar="SECONDS",
+                        help="wait this long before each step after the first, as a server "
+                             "is quiet between edits (its freed memory is handed back after "
+                             "5 s quiet); default 0: each step right after the one before")
     parser.add_argument("--bulk-in-process", action="store_true",
                         help="run indexing's model calls in this process, as `rag-lsp index` "
                              "does (default: in a child process, as the servers do)")
@@ -225,7 +229,10 @@ def main() -> int:
     rows = []
 
     def step(name: str, action, use_update: list[str] | None = None) -> None:
+        if rows and args.settle:
+            time.sleep(args.settle)
         action()
+        start_kb = RssSampler.current_kb()
         sampler.reset()
         started = time.perf_counter()
         report = ws.update(use_update) if use_update else ws.index(full=name == "initial")
@@ -236,6 +243,7 @@ def main() -> int:
                      "chunks_total": report.chunks_total,
                      "chunks_embedded": report.chunks_embedded,
                      "chunks_reused": report.chunks_reused,
+                     "start_rss_mb": round(start_kb / 1024),
                      "peak_rss_mb": round(sampler.peak_kb / 1024),
                      "child_peak_rss_mb": round(sampler.child_peak_kb / 1024),
                      "sum_peak_rss_mb": round(sampler.sum_peak_kb / 1024)})
@@ -259,11 +267,13 @@ def main() -> int:
     print(f"\n{args.files} generated files, {lines} lines; ru_maxrss {peak_mb:.0f} MB "
           f"(RSS after model load, {sessions}: {rss_model_mb:.0f} MB)")
     print(f"{'step':<24} {'seconds':>8} {'indexed':>8} {'unchanged':>9} {'chunks':>7} "
-          f"{'embedded':>9} {'reused':>7} {'peak RSS MB':>11} {'child':>6} {'sum':>6}")
+          f"{'embedded':>9} {'reused':>7} {'RSS at start':>12} {'peak RSS MB':>11} "
+          f"{'child':>6} {'sum':>6}")
     for r in rows:
         print(f"{r['step']:<24} {r['seconds']:>8.2f} {r['files_indexed']:>8} "
               f"{r['files_unchanged']:>9} {r['chunks_total']:>7} {r['chunks_embedded']:>9} "
-              f"{r['chunks_reused']:>7} {r['peak_rss_mb']:>11} {r['child_peak_rss_mb']:>6} "
+              f"{r['chunks_reused']:>7} {r['start_rss_mb']:>12} {r['peak_rss_mb']:>11} "
+              f"{r['child_peak_rss_mb']:>6} "
               f"{r['sum_peak_rss_mb']:>6}")
     initial = rows[0]
     print(f"initial: {args.files / initial['seconds']:.1f} files/s, "
@@ -273,6 +283,7 @@ def main() -> int:
     args.out.write_text(json.dumps({
         "benchmark": "index_workspace", "date": time.strftime("%Y-%m-%d %H:%M"),
         "files": args.files, "lines": lines, "seed": args.seed, "cpu_count": os.cpu_count(),
+        "settle_seconds": args.settle,
         "query_session": not args.no_query_session, "bulk_in_child": not args.bulk_in_process,
         "rss_after_model_load_mb": round(rss_model_mb), "ru_maxrss_mb": round(peak_mb),
         "steps": rows, "command": " ".join(sys.argv),
