@@ -16,9 +16,8 @@ from rag_lsp.store.deferred_imports import DEFERRED_PACKAGE, defer_package_init
 
 def _run(code: str, *paths: Path) -> str:
     """``code`` in a fresh interpreter (imports are process-wide), with ``paths`` importable."""
-    env_path = ":".join(str(p) for p in paths)
     result = subprocess.run(
-        [sys.executable, "-c", f"import sys; sys.path[:0] = {env_path.split(':')!r}\n"
+        [sys.executable, "-c", f"import sys; sys.path[:0] = {[str(p) for p in paths]!r}\n"
          + textwrap.dedent(code)],
         capture_output=True, text=True, timeout=120, check=False)
     assert result.returncode == 0, result.stderr
