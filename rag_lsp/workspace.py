@@ -400,9 +400,10 @@ class Workspace:
                 self._stamp()
             return report
 
-    def compact(self) -> None:
-        """Fold rows written by :meth:`update` into the full-text index and compact the
-        tables; worth running once a burst of updates has settled."""
+    def compact(self, *, force: bool = False) -> None:
+        """Compact the tables and fold rows written by :meth:`update` into the indexes, if
+        that is due (see ``ChunkStore.needs_optimize``) or ``force``; worth asking once a
+        burst of updates has settled."""
         self._require_model()
         with self._index_lock:
             try:
@@ -413,7 +414,8 @@ class Workspace:
                 self._index.settle()
                 store = self._open_store(for_writing=True)
                 store.ensure_fts_index()
-                store.optimize()
+                if force or store.needs_optimize():
+                    store.optimize()
             finally:
                 self._writer.release()
                 after_work()

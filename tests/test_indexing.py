@@ -167,6 +167,66 @@ def test_a_run_with_nothing_to_write_compacts_what_edits_left(workspace, sample_
         f"src/sums_{MAX_FRAGMENTS}.py"
 
 
+def test_an_edit_leaves_its_fragment_until_a_compaction_is_due(workspace, sample_root,
+                                                               monkeypatch):
+    """A compaction rewrites the whole chunks table, so runs that wrote a few files leave
+    their fragments; their rows are found all the same (in memory, and by LanceDB's own
+    full-text search, which reads them unindexed) until enough writes make one due."""
+    from rag_lsp.store.lance_store import MAX_FRAGMENTS, ChunkStore
+
+    compactions = []
+    real_optimize = ChunkStore.optimize
+    monkeypatch.setattr(ChunkStore, "optimize",
+                        lambda store: compactions.append(1) or real_optimize(store))
+    start = fragments(workspace)
+    (sample_root / "src/ledger.py").write_text(
+        "def reconcile_quarterly_ledger(rows):\n    return sum(rows)\n", encoding="utf-8")
+    report = workspace.index()
+    assert report.files_indexed == 1 and not compactions
+    assert fragments(workspace) == start + 1
+    workspace.compact()  # what the server asks once edits settle: not due yet
+    assert not compactions and fragments(workspace) == start + 1
+    hit = workspace.search("reconcile_quarterly_ledger", top_k=1, mode="lexical").results[0]
+    assert hit.path == "src/ledger.py"
+    store = workspace._open_store()  # noqa: SLF001
+    # A filter keeps the in-memory postings out of it: LanceDB's full-text search answers.
+    rows = store.text_search("reconcile_quarterly_ledger", 3, "language = 'python'")
+    assert rows and rows[0]["path"] == "src/ledger.py"
+
+    for edit in range(MAX_FRAGMENTS - fragments(workspace) + 1):  # a fragment each
+        (sample_root / f"src/ledger_{edit}.py").write_text(
+            f"def quarter_{edit}(rows):\n    return sum(rows) + {edit}\n", encoding="utf-8")
+        workspace.update([f"src/ledger_{edit}.py"])
+    assert fragments(workspace) > MAX_FRAGMENTS
+    assert not compactions  # updates never compact; the settle does, once due
+    workspace.compact()
+    assert compactions == [1] and fragments(workspace) <= 2
+    workspace.compact(force=True)  # due or not
+    assert compactions == [1, 1]
+
+
+def test_deleted_rows_past_a_share_make_a_compaction_due(workspace, sample_root):
+    """Removing files writes no fragment, only masks their rows: past a share of the
+    stored rows masked, a compaction is due all the same."""
+    from rag_lsp.store.lance_store import DELETED_MAX_SHARE
+
+    store = workspace._open_store()  # noqa: SLF001
+    assert not store.needs_optimize()
+    files = sorted(store.file_records().items(), key=lambda item: -item[1].chunks)
+    total = store.count_chunks()
+    removed = 0
+    for path, record in files:
+        if removed > DELETED_MAX_SHARE * total:
+            break
+        assert not store.needs_optimize()
+        (sample_root / path).unlink()
+        workspace.update([path])
+        removed += record.chunks
+    assert workspace._open_store().needs_optimize()  # noqa: SLF001
+    workspace.compact()
+    assert not workspace._open_store().needs_optimize()  # noqa: SLF001
+
+
 def test_paths_with_quotes_are_indexed_updated_and_removed(workspace, sample_root):
     odd = sample_root / "src" / "it's \"odd\".py"
     odd.write_text("def quoted_path_function():\n    return 'o''k'\n", encoding="utf-8")

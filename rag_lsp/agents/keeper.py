@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 # checkout), but never later than MAX_DELAY after the first.
 QUIET_SECONDS = 0.1
 MAX_DELAY_SECONDS = 1.0
-# Compact once updates have settled this long (each uncompacted update slows searches a bit).
+# Ask for a compaction once updates have settled this long (the workspace compacts if due).
 COMPACT_AFTER_SECONDS = 20.0
 
 STARTING, INDEXING, WAITING, READY, DEGRADED, FAILED = (

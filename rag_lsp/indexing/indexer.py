@@ -411,10 +411,11 @@ class Indexer:
         # Also when nothing changed: a run killed between its last write and this build left
         # every file recorded and no full-text index (a no-op when there is one).
         self.store.ensure_fts_index()
-        # Also when nothing changed: a large index without its vector index (written by an
-        # older rag-lsp, or grown past what its index was trained on), or with writes that
-        # were never compacted (see ChunkStore.needs_optimize).
-        if report.chunks_written or report.files_removed or self.store.needs_optimize():
+        # Only when due (see ChunkStore.needs_optimize: a compaction rewrites the whole
+        # table), and also when nothing changed: a large index without its vector index
+        # (written by an older rag-lsp, or grown past what its index was trained on), or
+        # with writes that were never compacted.
+        if self.store.needs_optimize():
             self.store.optimize()
         report.chunks_total = self.store.count_chunks()
         report.seconds = time.monotonic() - started

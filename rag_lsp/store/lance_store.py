@@ -49,8 +49,11 @@ CHUNKS, FILES = "chunks", "files"
 _IN_BATCH = 500
 # Readers may still be on an older version while we compact; give them time to finish.
 _KEEP_OLD_VERSIONS = timedelta(seconds=60)
-# Fragments (one per write) past which a run that wrote nothing still compacts.
+# When a compaction is due (see ChunkStore.needs_optimize): past this many fragments (one
+# per write), or with more than this share of the stored rows deleted (LanceDB's own
+# threshold for rewriting a fragment).
 MAX_FRAGMENTS = 8
+DELETED_MAX_SHARE = 0.1
 
 
 # What a search hands back per chunk: not the vector (4 × 384 bytes) or the full-text copy,
@@ -374,13 +377,21 @@ class ChunkStore:
 
     @_reports_damage
     def needs_optimize(self) -> bool:
-        """Whether :meth:`optimize` has work that searches gain from even with nothing new
-        to write: the ANN index to (re)build, or fragments left by writes that no compaction
-        followed (a server closed within seconds of its last edits). Past MATRIX_MAX_ROWS a
-        search reads its rows from LanceDB, and each fragment costs it: 100k chunks in 35
-        fragments 20.2 ms a vector query (p50), compacted into 2, 13.7 ms."""
-        fragments = self._chunks.stats()["fragment_stats"]["num_fragments"]
-        return fragments > MAX_FRAGMENTS or self.needs_vector_index()
+        """Whether :meth:`optimize` is worth its cost now. Each one rewrites the whole chunks
+        table (LanceDB compacts every fragment below a million rows: +80 MB at 23.7k chunks,
+        see bench/README.md), so the few rows of an edit wait in their own fragment, read
+        unindexed, until one is due: the ANN index to (re)build; more than MAX_FRAGMENTS
+        fragments (past MATRIX_MAX_ROWS a search reads its rows from LanceDB, and each
+        fragment costs it: 100k chunks in 35 fragments 20.2 ms a vector query (p50),
+        compacted into 2, 13.7 ms); or more than DELETED_MAX_SHARE of the stored rows
+        deleted (each file's old chunks stay on disk, masked, until a compaction)."""
+        stats = self._chunks.stats()
+        fragments = stats["fragment_stats"]["num_fragments"]
+        # lengths count rows as stored, deleted ones included (the mean rounds down)
+        stored = stats["fragment_stats"]["lengths"]["mean"] * fragments
+        deleted = stored - stats["num_rows"]
+        return (fragments > MAX_FRAGMENTS or deleted > DELETED_MAX_SHARE * stored
+                or self.needs_vector_index())
 
     @_reports_damage
     def vector_search(
