@@ -409,7 +409,7 @@ class Workspace:
             try:
                 self._writer.acquire(wait=False)
             except IndexBusyError:
-                return  # the process writing now compacts after its own run
+                return  # the process writing now compacts after its own run if due
             try:
                 self._index.settle()
                 store = self._open_store(for_writing=True)

@@ -148,9 +148,9 @@ def fragments(ws: Workspace) -> int:
 
 
 def test_a_run_with_nothing_to_write_compacts_what_edits_left(workspace, sample_root):
-    """Each update writes a fragment; the server compacts once a burst has settled, but one
-    closed before that leaves them, and past a size every search pays for each one. The
-    next index run compacts them even though no file changed."""
+    """Each update writes a fragment; the server asks for a compaction once a burst has
+    settled, but one closed before that leaves them, and past a size every search pays for
+    each one. The next index run compacts them even though no file changed."""
     from rag_lsp.store.lance_store import MAX_FRAGMENTS
 
     for edit in range(MAX_FRAGMENTS + 1):  # a new file each time: one fragment each
@@ -222,6 +222,52 @@ def test_deleted_rows_past_a_share_make_a_compaction_due(workspace, sample_root)
         (sample_root / path).unlink()
         workspace.update([path])
         removed += record.chunks
+    assert workspace._open_store().needs_optimize()  # noqa: SLF001
+    workspace.compact()
+    assert not workspace._open_store().needs_optimize()  # noqa: SLF001
+
+
+def test_a_file_saved_again_and_again_makes_a_compaction_due(workspace, sample_root,
+                                                              monkeypatch):
+    """Saving one file over and over leaves no fragment (its last rows' fragment is dropped
+    whole) and masks few rows, but every save leaves a version on disk: past a number of
+    them that the cleanup would delete, a compaction is due."""
+    from datetime import timedelta
+
+    from rag_lsp.store import lance_store
+
+    monkeypatch.setattr(lance_store, "_KEEP_OLD_VERSIONS", timedelta(milliseconds=1))
+    monkeypatch.setattr(lance_store, "MAX_OLD_VERSIONS", 6)
+    target = sample_root / "src/ledger.py"
+    saves = 0
+    while not workspace._open_store().needs_optimize():  # noqa: SLF001
+        saves += 1
+        assert saves <= 8, "the saves' versions never made a compaction due"
+        target.write_text(f"def quarter(rows):\n    return sum(rows) + {saves}\n",
+                          encoding="utf-8")
+        workspace.update(["src/ledger.py"])
+    assert fragments(workspace) <= 3 and saves > 1
+    workspace.compact()
+    assert not workspace._open_store().needs_optimize()  # noqa: SLF001
+
+
+def test_rewrites_with_the_same_bytes_make_a_compaction_due(workspace, sample_root):
+    """A file rewritten with the same bytes changes only its record in the files table (a
+    fragment there each time), which every run reads whole."""
+    from rag_lsp.store.lance_store import MAX_FRAGMENTS
+
+    paths = [f"src/extra_{n}.py" for n in range(MAX_FRAGMENTS)]  # one fragment more, each
+    for n, path in enumerate(paths):
+        (sample_root / path).write_text(f"def extra_{n}():\n    return {n}\n", encoding="utf-8")
+    workspace.index()
+    workspace.compact(force=True)
+    store = workspace._open_store()  # noqa: SLF001
+    for touch, path in enumerate(paths):  # distinct files: a record each in a fragment of its own
+        assert not store.needs_optimize()
+        stat = (sample_root / path).stat()
+        os.utime(sample_root / path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+        report = workspace.update([path])
+        assert report.files_indexed == 0, touch
     assert workspace._open_store().needs_optimize()  # noqa: SLF001
     workspace.compact()
     assert not workspace._open_store().needs_optimize()  # noqa: SLF001

@@ -12,6 +12,7 @@ import functools
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -50,10 +51,12 @@ _IN_BATCH = 500
 # Readers may still be on an older version while we compact; give them time to finish.
 _KEEP_OLD_VERSIONS = timedelta(seconds=60)
 # When a compaction is due (see ChunkStore.needs_optimize): past this many fragments (one
-# per write), or with more than this share of the stored rows deleted (LanceDB's own
-# threshold for rewriting a fragment).
+# per write) in either table; with more than this share of the stored chunks masked out
+# (the share past which LanceDB rewrites a fragment, here of the whole table); or past this
+# many versions that its cleanup would delete.
 MAX_FRAGMENTS = 8
 DELETED_MAX_SHARE = 0.1
+MAX_OLD_VERSIONS = 32
 
 
 # What a search hands back per chunk: not the vector (4 × 384 bytes) or the full-text copy,
@@ -168,6 +171,22 @@ def _identity(path: Path) -> tuple[int, int] | None:
     except OSError:
         return None
     return info.st_dev, info.st_ino
+
+
+def _manifests_before(versions_dir: Path, cutoff: float) -> int:
+    """Versions (a manifest file each) last written before ``cutoff`` (a ``time.time()``)."""
+    try:
+        with os.scandir(versions_dir) as listing:
+            entries = list(listing)
+    except FileNotFoundError:
+        return 0
+    found = 0
+    for entry in entries:
+        try:
+            found += entry.name.endswith(".manifest") and entry.stat().st_mtime < cutoff
+        except FileNotFoundError:  # cleaned up meanwhile by another process
+            pass
+    return found
 
 
 def _batches(values: Sequence[str], size: int = _IN_BATCH) -> Iterable[Sequence[str]]:
@@ -383,15 +402,27 @@ class ChunkStore:
         unindexed, until one is due: the ANN index to (re)build; more than MAX_FRAGMENTS
         fragments (past MATRIX_MAX_ROWS a search reads its rows from LanceDB, and each
         fragment costs it: 100k chunks in 35 fragments 20.2 ms a vector query (p50),
-        compacted into 2, 13.7 ms); or more than DELETED_MAX_SHARE of the stored rows
-        deleted (each file's old chunks stay on disk, masked, until a compaction)."""
+        compacted into 2, 13.7 ms; and each run reads the whole files table, which a
+        rewrite with the same bytes changes alone); more than DELETED_MAX_SHARE of the
+        stored chunks deleted (each file's old chunks stay on disk, masked, until a
+        compaction); or more than MAX_OLD_VERSIONS versions older than the cleanup keeps (a
+        file saved again and again leaves neither: its last rows' fragment is dropped whole,
+        but every version's files stay on disk, and each digest record walks them)."""
         stats = self._chunks.stats()
         fragments = stats["fragment_stats"]["num_fragments"]
         # lengths count rows as stored, deleted ones included (the mean rounds down)
         stored = stats["fragment_stats"]["lengths"]["mean"] * fragments
         deleted = stored - stats["num_rows"]
-        return (fragments > MAX_FRAGMENTS or deleted > DELETED_MAX_SHARE * stored
-                or self.needs_vector_index())
+        file_fragments = self._files.stats()["fragment_stats"]["num_fragments"]
+        return (max(fragments, file_fragments) > MAX_FRAGMENTS
+                or deleted > DELETED_MAX_SHARE * stored
+                or self._old_versions() > MAX_OLD_VERSIONS or self.needs_vector_index())
+
+    def _old_versions(self) -> int:
+        """Versions of either table that a compaction's cleanup would delete."""
+        cutoff = time.time() - _KEEP_OLD_VERSIONS.total_seconds()
+        return max(_manifests_before(self.index_dir / f"{name}.lance" / "_versions", cutoff)
+                   for name in (CHUNKS, FILES))
 
     @_reports_damage
     def vector_search(

@@ -35,7 +35,7 @@ def schedule_compact(folder: FolderIndex) -> None:
 async def compact(folder: FolderIndex) -> None:
     jobs = folder.jobs
     if folder.closed or jobs.running:
-        return  # a run compacts at its end
+        return  # a run compacts at its end if due
     jobs.updates_since_compact = 0
     jobs.first_uncompacted_at = 0.0
     try:
