@@ -227,6 +227,32 @@ def test_deleted_rows_past_a_share_make_a_compaction_due(workspace, sample_root)
     assert not workspace._open_store().needs_optimize()  # noqa: SLF001
 
 
+def test_rows_outside_the_full_text_index_past_a_number_make_a_compaction_due(
+        workspace, sample_root, monkeypatch):
+    """LanceDB's full-text search reads every row its index does not cover at each query:
+    past a number of them a compaction is due, and past the size where searches answer
+    from memory, from the first."""
+    from rag_lsp.store import lance_store
+
+    monkeypatch.setattr(lance_store, "MAX_UNINDEXED_ROWS", 3)
+    store = workspace._open_store()  # noqa: SLF001
+    functions = "".join(f"def step_{n}(x):\n    return x + {n}\n\n\n" for n in range(3))
+    (sample_root / "src/steps.py").write_text(functions, encoding="utf-8")
+    workspace.update(["src/steps.py"])
+    assert 0 < store._unindexed_rows() <= 3  # noqa: SLF001
+    assert not store.needs_optimize()
+    monkeypatch.setattr(lance_store, "POSTINGS_MAX_ROWS", 0)  # as past 50k chunks
+    assert store.needs_optimize()
+    monkeypatch.undo()
+    (sample_root / "src/more_steps.py").write_text(functions.replace("step_", "more_"),
+                                                   encoding="utf-8")
+    monkeypatch.setattr(lance_store, "MAX_UNINDEXED_ROWS", 3)
+    workspace.update(["src/more_steps.py"])
+    assert store._unindexed_rows() > 3 and store.needs_optimize()  # noqa: SLF001
+    workspace.compact()
+    assert store._unindexed_rows() == 0  # noqa: SLF001
+
+
 def test_a_file_saved_again_and_again_makes_a_compaction_due(workspace, sample_root,
                                                               monkeypatch):
     """Saving one file over and over leaves no fragment (its last rows' fragment is dropped

@@ -57,6 +57,11 @@ _KEEP_OLD_VERSIONS = timedelta(seconds=60)
 MAX_FRAGMENTS = 8
 DELETED_MAX_SHARE = 0.1
 MAX_OLD_VERSIONS = 32
+# Rows outside the full-text index that may wait for a compaction: LanceDB's full-text search
+# reads each one at every query (~55 µs a row at 100k chunks, bench/uncompacted_cost.py).
+# Up to POSTINGS_MAX_ROWS a process's searches answer from its postings in memory, and only
+# a search before they load (a one-shot `rag-lsp search`) pays; past it every search does.
+MAX_UNINDEXED_ROWS = 512
 
 
 # What a search hands back per chunk: not the vector (4 × 384 bytes) or the full-text copy,
@@ -398,25 +403,40 @@ class ChunkStore:
     def needs_optimize(self) -> bool:
         """Whether :meth:`optimize` is worth its cost now. Each one rewrites the whole chunks
         table (LanceDB compacts every fragment below a million rows: +80 MB at 23.7k chunks,
-        see bench/README.md), so the few rows of an edit wait in their own fragment, read
-        unindexed, until one is due: the ANN index to (re)build; more than MAX_FRAGMENTS
-        fragments (past MATRIX_MAX_ROWS a search reads its rows from LanceDB, and each
-        fragment costs it: 100k chunks in 35 fragments 20.2 ms a vector query (p50),
-        compacted into 2, 13.7 ms; and each run reads the whole files table, which a
-        rewrite with the same bytes changes alone); more than DELETED_MAX_SHARE of the
-        stored chunks deleted (each file's old chunks stay on disk, masked, until a
-        compaction); or more than MAX_OLD_VERSIONS versions older than the cleanup keeps (a
-        file saved again and again leaves neither: its last rows' fragment is dropped whole,
-        but every version's files stay on disk, and each digest record walks them)."""
+        see bench/README.md), so the rows of a few edits wait in fragments of their own,
+        read unindexed, until one is due:
+        - the ANN index to (re)build;
+        - more than MAX_FRAGMENTS fragments in either table (past MATRIX_MAX_ROWS a search
+          reads its rows from LanceDB, and each fragment costs it: 100k chunks in 35
+          fragments 20.2 ms a vector query (p50), compacted into 2, 13.7 ms; and each run
+          reads the whole files table, which a rewrite with the same bytes changes alone);
+        - more than MAX_UNINDEXED_ROWS rows outside the full-text index (any past
+          POSTINGS_MAX_ROWS, where every lexical search reads LanceDB's index);
+        - more than DELETED_MAX_SHARE of the stored chunks masked out (a file's old chunks
+          stay on disk until a compaction);
+        - more than MAX_OLD_VERSIONS versions older than the cleanup keeps (a file saved
+          again and again leaves few of the others: its last rows' fragment is dropped whole,
+          but every version's files stay on disk, and each digest record walks them)."""
         stats = self._chunks.stats()
         fragments = stats["fragment_stats"]["num_fragments"]
         # lengths count rows as stored, deleted ones included (the mean rounds down)
         stored = stats["fragment_stats"]["lengths"]["mean"] * fragments
         deleted = stored - stats["num_rows"]
         file_fragments = self._files.stats()["fragment_stats"]["num_fragments"]
+        unindexed_max = MAX_UNINDEXED_ROWS if stats["num_rows"] <= POSTINGS_MAX_ROWS else 0
         return (max(fragments, file_fragments) > MAX_FRAGMENTS
                 or deleted > DELETED_MAX_SHARE * stored
+                or self._unindexed_rows() > unindexed_max
                 or self._old_versions() > MAX_OLD_VERSIONS or self.needs_vector_index())
+
+    def _unindexed_rows(self) -> int:
+        """Rows the full-text index of ``search_text`` does not cover yet (0 without one:
+        :meth:`ensure_fts_index` builds it whole)."""
+        for index in self._chunks.list_indices():
+            if index.index_type == "FTS" and list(index.columns) == ["search_text"]:
+                stats = self._chunks.index_stats(index.name)
+                return stats.num_unindexed_rows if stats is not None else 0
+        return 0
 
     def _old_versions(self) -> int:
         """Versions of either table that a compaction's cleanup would delete."""
