@@ -175,6 +175,14 @@ class RssSampler:
             time.sleep(self._interval)
 
 
+def compact_now(ws) -> None:
+    """Compact the index now, due or not."""
+    try:
+        ws.compact(force=True)
+    except TypeError:  # checkouts before the twenty-fourth session compact whenever asked
+        ws.compact()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--files", type=int, default=1000, help="files to generate (1000)")
@@ -202,6 +210,7 @@ def main() -> int:
     memory.arrow_on_system_allocator()
     from rag_lsp import Workspace
     from rag_lsp.config import Settings
+    from rag_lsp.indexing.progress import IndexReport
 
     tmp = None if args.workdir else tempfile.TemporaryDirectory(prefix="index-bench-")
     workdir = args.workdir or Path(tmp.name)
@@ -228,14 +237,20 @@ def main() -> int:
     edits = rng.sample(python_files, min(20, len(python_files)))
     rows = []
 
-    def step(name: str, action, use_update: list[str] | None = None) -> None:
+    def step(name: str, action, use_update: list[str] | None = None, run=None) -> None:
         if rows and args.settle:
             time.sleep(args.settle)
         action()
         start_kb = RssSampler.current_kb()
         sampler.reset()
         started = time.perf_counter()
-        report = ws.update(use_update) if use_update else ws.index(full=name == "initial")
+        if run is not None:
+            run()
+            report = IndexReport(chunks_total=ws.status().chunks)
+        elif use_update:
+            report = ws.update(use_update)
+        else:
+            report = ws.index(full=name == "initial")
         seconds = time.perf_counter() - started
         rows.append({"step": name, "seconds": round(seconds, 2),
                      "files_indexed": report.files_indexed,
@@ -262,6 +277,9 @@ def main() -> int:
     step(f"edit {len(first)} functions", lambda: [edit_one_function(p, "a") for p in first])
     step(f"update() {len(second)} edited", lambda: [edit_one_function(p, "b") for p in second],
          use_update=[p.relative_to(root).as_posix() for p in second] or None)
+    # The compaction a server makes once it is due (every few bursts of edits since the
+    # twenty-fourth session; after every run before): rewrites the whole chunks table.
+    step("compaction", lambda: None, run=lambda: compact_now(ws))
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
 
     print(f"\n{args.files} generated files, {lines} lines; ru_maxrss {peak_mb:.0f} MB "
