@@ -58,7 +58,8 @@ MAX_FRAGMENTS = 8
 DELETED_MAX_SHARE = 0.1
 MAX_OLD_VERSIONS = 32
 # Rows outside the full-text index that may wait for a compaction: LanceDB's full-text search
-# reads each one at every query (~55 µs a row at 100k chunks, bench/uncompacted_cost.py).
+# reads them at every query (+78 ms for 1,400 rows in 7 fragments at 100k chunks,
+# bench/README.md, "compaction when due").
 # Up to POSTINGS_MAX_ROWS a process's searches answer from its postings in memory, and only
 # a search before they load (a one-shot `rag-lsp search`) pays; past it every search does.
 MAX_UNINDEXED_ROWS = 512

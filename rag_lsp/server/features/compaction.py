@@ -3,8 +3,7 @@
 Each update leaves a fragment that searches past 50k chunks read unindexed, and a compaction
 rewrites the whole chunks table (+80 MB at 23.7k chunks). So: ask once updates have settled,
 or after a number of them, or when the oldest has waited long enough; the workspace then
-compacts only if it is due (``ChunkStore.needs_optimize``: more than 8 fragments, or a tenth
-of the stored rows deleted).
+compacts only if one is due (``ChunkStore.needs_optimize`` says when).
 """
 
 from __future__ import annotations
