@@ -23,21 +23,29 @@ Peak RSS of the server process and of its child processes (the embedding worker,
 
 Each freshness phase starts from a compacted index (updates leave fragments that slow both
 updates and searches until the server compacts). The index is built by the server on first
-start (~4 min for 500 files on 2 cores); ``--reuse`` keeps the workspace and index.
+start (~4 min for 500 files on 2 cores); ``--reuse`` keeps the workspace and index (also in a
+``cp -a`` copy of the workdir: its index is renamed for the copy's path).
 
     .venv/bin/python bench/server_latency.py --workdir /tmp/bench/latency          # ~10 min
     .venv/bin/python bench/server_latency.py --workdir /tmp/bench/latency --reuse  # ~6 min
 
 At 100k chunks (4,250 files), rewrite fewer files: 30 % would take the model ~20 minutes.
+Building that index with the model takes this machine over two hours; ``--stand-in-vectors``
+builds it in this process with a vector per chunk drawn from a hash of its text instead (a
+pseudo-random unit vector, under the installed model's name so the server takes the index
+as its own), in minutes. What is searched then is as large as a real index, and costs the
+same to search (the vectors' values do not change what an exact or an IVF search does); the
+files the re-indexes rewrite and the queries go through the real model.
 
     .venv/bin/python bench/server_latency.py --workdir /tmp/bench/lat100k --files 4250 \
-        --rewrite 0.03 --edits 10
+        --rewrite 0.03 --edits 10 --stand-in-vectors
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 import os
 import random
@@ -49,11 +57,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pytest_lsp
 from index_workspace import RESULTS, Vocab, gen_markdown, gen_python, generate
 from lsprotocol import types
 from pygls.protocol import JsonRPCNotification, JsonRPCResponseMessage, default_converter
 
+import rag_lsp
 from rag_lsp import Workspace
 from rag_lsp.config import Settings
 from rag_lsp.server.methods import RAG_INDEX_STATUS, RAG_REINDEX, RAG_SEARCH, RAG_STATUS
@@ -285,18 +295,75 @@ def rewrite(paths: list[Path], seed: int) -> None:
         p.write_text(gen_python(vocab) if p.suffix == ".py" else gen_markdown(vocab), "utf-8")
 
 
+def stand_in_vectors(dimension: int) -> Callable[..., np.ndarray]:
+    """An ``OnnxEmbedder.embed`` that draws each text's vector from a hash of the text: a
+    pseudo-random unit vector, the same for the same text, in microseconds."""
+    def embed(texts, *, on_batch=None, before_batch=None, batch_size=None) -> np.ndarray:
+        out = np.empty((len(texts), dimension), dtype=np.float32)
+        for row, text in enumerate(texts):
+            seed = hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest()
+            vector = np.random.default_rng(int.from_bytes(seed, "little")).standard_normal(
+                dimension)
+            out[row] = vector / np.linalg.norm(vector)
+        if on_batch is not None and texts:
+            on_batch(len(texts))
+        return out
+    return embed
+
+
+def build_with_stand_in_vectors(root: Path, index: Path) -> None:
+    """The workspace's index built in this process with :func:`stand_in_vectors` (its own
+    embedder object: the one the in-process searches use stays real), as the server would
+    build it otherwise. The shared embedding cache stays off: stand-in vectors must never
+    reach a user's cache under the model's name."""
+    from rag_lsp.server.client_settings import folder_index_dir  # code since 2026-11-27
+
+    embedder = load_embedder(Settings(), root)[0]
+    assert embedder is not None, "the model is needed for its name, hash and tokenizer"
+    embedder.embed = stand_in_vectors(embedder.dimension)  # type: ignore[method-assign]
+    settings = Settings.from_dict({"indexPath": str(folder_index_dir(index, root)),
+                                   "embeddingCache": False})  # where the server looks
+    started = time.perf_counter()
+    ws = Workspace.open(root, settings, embedder=embedder)
+    try:
+        report = ws.index()
+    finally:
+        ws.close()
+    log(f"index built with stand-in vectors in {time.perf_counter() - started:.0f} s: "
+        f"{report}")
+
+
+def adopt_copied_index(root: Path, index: Path) -> None:
+    """A workdir copied (``cp -a``) to compare checkouts side by side: the server names the
+    folder's index after the folder's path, so the copy's index is renamed to the name the
+    server will look for (else it would index the whole workspace again)."""
+    try:
+        from rag_lsp.server.client_settings import folder_index_dir
+    except ImportError:  # a checkout from before 2026-11-27 (run with its PYTHONPATH)
+        return
+    found = [m.parent for m in index.glob("*/manifest.json")]
+    expected = folder_index_dir(index, root)
+    if len(found) == 1 and found[0] != expected and not expected.exists():
+        found[0].rename(expected)
+        log(f"index of a copied workdir renamed {found[0].name} -> {expected.name}")
+
+
 async def run(args: argparse.Namespace) -> dict:
     root, index = args.workdir / "ws", args.workdir / "index"
     if not (args.reuse and root.is_dir() and any(index.glob("*/manifest.json"))):
         for d in (root, index):
             shutil.rmtree(d, ignore_errors=True)
         generate(root, args.files, args.seed)
+        if args.stand_in_vectors:
+            build_with_stand_in_vectors(root, index)
+    adopt_copied_index(root, index)
     paths = sorted(p for p in root.rglob("*") if p.suffix in (".py", ".md"))
     rng = random.Random(time.time_ns())
     salt = "".join(rng.choices("bcdfghjkmnpqrstvwxz", k=5))  # tokens unique across runs too
     python = rng.sample([p for p in paths if p.suffix == ".py"], k=3 * args.edits)
     queries = make_queries(args.queries, args.seed)
-    out: dict = {"files": len(paths)}
+    # which checkout's code runs (PYTHONPATH may point at another one to compare)
+    out: dict = {"files": len(paths), "code": str(Path(rag_lsp.__file__).parent)}
     embedder = load_embedder(Settings(), root)[0]
 
     def compact() -> None:
@@ -449,6 +516,10 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--workdir", type=Path, help="workspace + index (default: a temp dir)")
     parser.add_argument("--reuse", action="store_true", help="keep the workdir's files+index")
+    parser.add_argument("--stand-in-vectors", action="store_true",
+                        help="build a new index with vectors drawn from a hash of each "
+                             "chunk's text, not the model's (minutes instead of hours at "
+                             "100k chunks; the re-indexes and queries use the model)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead")
     parser.add_argument("--out", type=Path, default=RESULTS / "server_latency.json")
     args = parser.parse_args()

@@ -77,6 +77,11 @@ class ClientSettings:
         index_path = settings.index_path
         if not index_path or not Path(index_path).expanduser().is_absolute():
             return settings
-        digest = hashlib.sha256(str(root).encode()).hexdigest()[:10]
-        subfolder = Path(index_path).expanduser() / f"{root.name or 'root'}-{digest}"
-        return dataclasses.replace(settings, index_path=str(subfolder))
+        return dataclasses.replace(settings,
+                                   index_path=str(folder_index_dir(Path(index_path), root)))
+
+
+def folder_index_dir(index_path: Path, root: Path) -> Path:
+    """The folder's own subfolder of an absolute ``indexPath`` shared by every folder."""
+    digest = hashlib.sha256(str(root).encode()).hexdigest()[:10]
+    return index_path.expanduser() / f"{root.name or 'root'}-{digest}"
