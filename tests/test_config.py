@@ -18,7 +18,7 @@ from rag_lsp.config import (
     validate_settings,
 )
 from rag_lsp.errors import ConfigError
-from rag_lsp.server.client_settings import only_search_changed
+from rag_lsp.server.client_settings import ClientSettings, folder_index_dir, only_search_changed
 
 
 def write_config(root: Path, data: object) -> None:
@@ -234,3 +234,20 @@ def test_index_threads_resolve(setting, cores, threads):
 def test_search_settings_apply_without_reindexing(change, search_only):
     """The server re-opens its folders (and re-indexes) unless only search settings changed."""
     assert only_search_changed(Settings(), Settings.from_dict(change)) is search_only
+
+
+def test_an_absolute_index_path_gives_each_folder_its_own_subfolder(tmp_path):
+    """The editor's storage folder holds every folder's index, each under a name of its path
+    (``folder_index_dir``, which bench/server_latency.py uses to find the server's index); a
+    relative one stays inside each folder."""
+    problems: list[str] = []
+    shared = ClientSettings({"indexPath": str(tmp_path / "storage")})
+    first, second = tmp_path / "a" / "app", tmp_path / "b" / "app"
+    dirs = [shared.for_folder(root, problems.extend).index_dir(root) for root in (first, second)]
+    assert dirs == [folder_index_dir(tmp_path / "storage", first),
+                    folder_index_dir(tmp_path / "storage", second)]
+    assert dirs[0] != dirs[1] and all(d.parent == tmp_path / "storage" for d in dirs)
+    assert all(d.name.startswith("app-") for d in dirs)  # the folder's name, then its hash
+    inside = ClientSettings({"indexPath": ".idx"}).for_folder(first, problems.extend)
+    assert inside.index_dir(first) == first / ".idx"
+    assert problems == []
