@@ -33,9 +33,11 @@ At 100k chunks (4,250 files), rewrite fewer files: 30 % would take the model ~20
 Building that index with the model takes this machine over two hours; ``--stand-in-vectors``
 builds it in this process with a vector per chunk drawn from a hash of its text instead (a
 pseudo-random unit vector, under the installed model's name so the server takes the index
-as its own), in minutes. What is searched then is as large as a real index, and costs the
-same to search (the vectors' values do not change what an exact or an IVF search does); the
-files the re-indexes rewrite and the queries go through the real model.
+as its own), in minutes; the files the re-indexes rewrite and the queries go through the real
+model. It is as large as a real index but not one: the IVF partitions are trained on
+stand-in vectors, and the stand-in chunks' cosines decide how many results pass the answer
+threshold. Use it to compare checkouts side by side on copies of one index, not for
+absolute figures.
 
     .venv/bin/python bench/server_latency.py --workdir /tmp/bench/lat100k --files 4250 \
         --rewrite 0.03 --edits 10 --stand-in-vectors
@@ -316,12 +318,10 @@ def build_with_stand_in_vectors(root: Path, index: Path) -> None:
     embedder object: the one the in-process searches use stays real), as the server would
     build it otherwise. The shared embedding cache stays off: stand-in vectors must never
     reach a user's cache under the model's name."""
-    from rag_lsp.server.client_settings import folder_index_dir  # code since 2026-11-27
-
     embedder = load_embedder(Settings(), root)[0]
     assert embedder is not None, "the model is needed for its name, hash and tokenizer"
     embedder.embed = stand_in_vectors(embedder.dimension)  # type: ignore[method-assign]
-    settings = Settings.from_dict({"indexPath": str(folder_index_dir(index, root)),
+    settings = Settings.from_dict({"indexPath": str(server_index_dir(index, root)),
                                    "embeddingCache": False})  # where the server looks
     started = time.perf_counter()
     ws = Workspace.open(root, settings, embedder=embedder)
@@ -337,15 +337,27 @@ def adopt_copied_index(root: Path, index: Path) -> None:
     """A workdir copied (``cp -a``) to compare checkouts side by side: the server names the
     folder's index after the folder's path, so the copy's index is renamed to the name the
     server will look for (else it would index the whole workspace again)."""
+    found = [m.parent for m in index.glob("*/manifest.json")]
+    expected = server_index_dir(index, root)
+    if not found or found == [expected]:  # none yet (the server builds it), or its own
+        return
+    if len(found) == 1 and not expected.exists():
+        found[0].rename(expected)
+        log(f"index of a copied workdir renamed {found[0].name} -> {expected.name}")
+    else:
+        log(f"indexes {[f.name for f in found]} left as they are: the server looks for "
+            f"{expected.name}")
+
+
+def server_index_dir(index: Path, root: Path) -> Path:
+    """Where the server keeps ``root``'s index under ``indexPath`` = ``index``."""
     try:
         from rag_lsp.server.client_settings import folder_index_dir
     except ImportError:  # a checkout from before 2026-11-27 (run with its PYTHONPATH)
-        return
-    found = [m.parent for m in index.glob("*/manifest.json")]
-    expected = folder_index_dir(index, root)
-    if len(found) == 1 and found[0] != expected and not expected.exists():
-        found[0].rename(expected)
-        log(f"index of a copied workdir renamed {found[0].name} -> {expected.name}")
+        # named the same way there, inside ClientSettings.for_folder
+        digest = hashlib.sha256(str(root).encode()).hexdigest()[:10]
+        return index / f"{root.name or 'root'}-{digest}"
+    return folder_index_dir(index, root)
 
 
 async def run(args: argparse.Namespace) -> dict:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 from pathlib import Path
 
@@ -247,7 +248,9 @@ def test_an_absolute_index_path_gives_each_folder_its_own_subfolder(tmp_path):
     assert dirs == [folder_index_dir(tmp_path / "storage", first),
                     folder_index_dir(tmp_path / "storage", second)]
     assert dirs[0] != dirs[1] and all(d.parent == tmp_path / "storage" for d in dirs)
-    assert all(d.name.startswith("app-") for d in dirs)  # the folder's name, then its hash
+    # The name must not change: indexes users have are found by it.
+    digest = hashlib.sha256(str(first).encode()).hexdigest()[:10]
+    assert dirs[0] == tmp_path / "storage" / f"app-{digest}"
     inside = ClientSettings({"indexPath": ".idx"}).for_folder(first, problems.extend)
     assert inside.index_dir(first) == first / ".idx"
     assert problems == []
