@@ -1,29 +1,48 @@
-"""What one atomic per-file update costs: ``ChunkStore.replace_files`` (one ``merge_insert``
-commit that deletes the file's old chunks and adds the new ones) against the three-commit
-replace it superseded (delete, add, then the file record), on the same table in the same run.
+"""What one per-file update costs: ``ChunkStore.replace_files`` (one ``merge_insert`` commit that
+also deletes the file's rows no longer there, ``when_not_matched_by_source_delete``) against
+the cheapest replace LanceDB offers, which DESIGN.md's promise (a file's chunks replaced in one
+atomic step) rules out: an upsert of the file's rows by id, then a delete of the rows no longer
+there (two commits; a reader between them sees the file's new chunks beside its stale ones).
+Same table, same run: milliseconds and the RSS the call adds.
 
-Builds a chunks table of N synthetic rows (random vectors, distinct text) spread over files of
-``--chunks-per-file`` chunks, then alternates the two ways of replacing one file's chunks
-(a small edit: same count, new content), timing each. Uncompacted versions accumulate the same
-way for both, as they do between a server's compactions.
+Builds a chunks table of N synthetic rows (random vectors, ~0.5 KB of distinct text a chunk)
+spread over files of ``--chunks-per-file`` chunks, then alternates the two ways of replacing
+one file's chunks (a small edit: same count, half the chunks new), timing each and sampling
+this process's RSS every 2 ms while it runs. The process's allocators are set up as the
+server's (glibc arenas capped, large buffers mapped, Arrow on glibc), so memory a call frees
+goes back and the next call starts from the same floor. Uncompacted versions accumulate the
+same way for both, as they do between a server's compactions. Until 2026-11-27 the bench
+compared the three-commit replace (delete, add, file record) that ``replace_files`` superseded.
 
     .venv/bin/python bench/replace_cost.py                      # 11k rows, 40 rounds
-    .venv/bin/python bench/replace_cost.py --rows 100000 --rounds 30
+    .venv/bin/python bench/replace_cost.py --rows 100000 --rounds 20 --json
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
+import json
+import os
 import statistics
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from rag_lsp import memory  # noqa: E402
+
+memory.limit_malloc_arenas()  # before any library starts a thread, as `rag-lsp` does
+memory.map_large_allocations()
+memory.arrow_on_system_allocator()  # before pyarrow is imported
+
+import pyarrow as pa  # noqa: E402
 
 from rag_lsp.store.lance_store import ChunkStore, FileRecord  # noqa: E402
 from rag_lsp.store.sql import in_list  # noqa: E402
@@ -35,7 +54,9 @@ def rows_for(path: str, count: int, salt: int, rng: np.random.Generator) -> list
     vectors = rng.standard_normal((count, DIM)).astype(np.float32)
     rows = []
     for n in range(count):
-        text = f"def step_{salt}_{n}(value):\n    return value * {n} + {salt}\n"
+        body = "".join(f"    value = value * {n + k} + {salt} - {k}  # step {k} of {salt}\n"
+                       for k in range(8))
+        text = f"def step_{salt}_{n}(value):\n{body}    return value\n"
         rows.append({
             "id": f"{path}#L{n * 3 + 1}-{salt:06d}{n:06d}", "path": path,
             "start_line": n * 3 + 1, "end_line": n * 3 + 3, "language": "python",
@@ -46,12 +67,47 @@ def rows_for(path: str, count: int, salt: int, rng: np.random.Generator) -> list
     return rows
 
 
-def old_replace(store: ChunkStore, record: FileRecord, rows: list[dict]) -> None:
-    """The superseded way: delete, add, upsert the record (three commits)."""
-    chunks = store._chunks  # noqa: SLF001 - the baseline needs the raw table
-    chunks.delete(in_list("path", [record.path]))
-    chunks.add(pa.Table.from_pylist(rows, schema=chunks.schema))
+def two_commits(store: ChunkStore, record: FileRecord, rows: list[dict]) -> None:
+    """Not adopted: an upsert by id (LanceDB's fast path, which reads the id column, not whole
+    rows), then a delete of the file's rows whose ids are gone, then the file record."""
+    chunks = store._chunks  # noqa: SLF001 - the alternative needs the raw table
+    (
+        chunks.merge_insert("id")
+        .when_matched_update_all()
+        .when_not_matched_insert_all()
+        .execute(pa.Table.from_pylist(rows, schema=chunks.schema))
+    )
+    kept = in_list("id", [row["id"] for row in rows])
+    chunks.delete(f"({in_list('path', [record.path])}) AND NOT ({kept})")
     store.touch_files([record])
+
+
+def rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def measured(call: Callable[[], None]) -> tuple[float, float]:
+    """(milliseconds, MB of RSS added at the peak) of ``call``."""
+    floor = peak = rss_mb()
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not done.is_set():
+            peak = max(peak, rss_mb())
+            done.wait(0.002)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    began = time.perf_counter()
+    try:
+        call()
+    finally:
+        elapsed = (time.perf_counter() - began) * 1000
+        done.set()
+        sampler.join()
+    return elapsed, max(peak, rss_mb()) - floor
 
 
 def pct(values: list[float], q: float) -> float:
@@ -64,6 +120,7 @@ def main() -> int:
     parser.add_argument("--rows", type=int, default=11_000)
     parser.add_argument("--chunks-per-file", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=40)
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
     rng = np.random.default_rng(7)
     files = max(2, args.rows // args.chunks_per_file)
@@ -81,29 +138,47 @@ def main() -> int:
                 batch, batch_rows = [], []
         store.ensure_fts_index()
         store.optimize()
+        log = sys.stderr if args.json else sys.stdout
         print(f"table: {store.count_chunks()} rows in {files} files "
-              f"(built in {time.perf_counter() - started:.1f} s)")
-        timings: dict[str, list[float]] = {"replace_files (1 commit)": [],
-                                           "delete+add (3 commits)": []}
+              f"(built in {time.perf_counter() - started:.1f} s)", file=log)
+        ways: dict[str, Callable[[FileRecord, list[dict]], None]] = {
+            "replace_files (1 commit)": lambda record, rows: store.replace_files([record], rows),
+            "upsert+delete (2 commits)": lambda record, rows: two_commits(store, record, rows)}
+        ms: dict[str, list[float]] = {name: [] for name in ways}
+        mb: dict[str, list[float]] = {name: [] for name in ways}
         for round_ in range(args.rounds):
-            for name in timings:
+            names = list(ways) if round_ % 2 == 0 else list(reversed(ways))  # neither always first
+            for n, name in enumerate(names):
                 path = f"pkg/module_{rng.integers(files)}.py"
-                salt = 10_000_000 + round_ * 2 + (name.startswith("delete"))
+                salt = 10_000_000 + round_ * 2 + n
                 record = FileRecord(path, 100, 2 + round_, f"{salt:064d}",
                                     args.chunks_per_file)
-                rows = rows_for(path, args.chunks_per_file, salt, rng)
-                began = time.perf_counter()
-                if name.startswith("replace"):
-                    store.replace_files([record], rows)
-                else:
-                    old_replace(store, record, rows)
-                timings[name].append((time.perf_counter() - began) * 1000)
-        print(f"{'one file replaced':<26}{'median ms':>10}{'p95 ms':>10}")
-        for name, values in timings.items():
-            print(f"{name:<26}{statistics.median(values):>10.1f}{pct(values, 0.95):>10.1f}")
+                # half the chunks edited (new ids), half as they were (same ids)
+                kept = sorted(store._chunks.search().where(in_list("path", [path]))  # noqa: SLF001
+                              .limit(None).to_list(), key=lambda row: row["start_line"])
+                new = rows_for(path, args.chunks_per_file, salt, rng)
+                rows = [kept[i] if i % 2 and i < len(kept) else row for i, row in enumerate(new)]
+                took, added = measured(functools.partial(ways[name], record, rows))
+                ms[name].append(took)
+                mb[name].append(added)
         ids = store.chunk_rows("true", ["id"])
         duplicates = len(ids) - len({r["id"] for r in ids})
-        print(f"rows {len(ids)}, duplicate ids {duplicates}")
+        result = {"rows": len(ids), "files": files, "duplicate_ids": duplicates,
+                  "rounds": args.rounds,
+                  "ways": {name: {"ms_p50": round(statistics.median(ms[name]), 1),
+                                  "ms_p95": round(pct(ms[name], 0.95), 1),
+                                  "rss_added_mb_p50": round(statistics.median(mb[name]), 1),
+                                  "rss_added_mb_max": round(max(mb[name]), 1)}
+                           for name in ways}}
+        if args.json:
+            print(json.dumps(result, indent=2))
+        else:
+            print(f"{'one file replaced':<28}{'median ms':>10}{'p95 ms':>9}"
+                  f"{'RSS added MB: median':>22}{'max':>6}")
+            for name, figures in result["ways"].items():
+                print(f"{name:<28}{figures['ms_p50']:>10.1f}{figures['ms_p95']:>9.1f}"
+                      f"{figures['rss_added_mb_p50']:>22.1f}{figures['rss_added_mb_max']:>6.1f}")
+            print(f"rows {len(ids)}, duplicate ids {duplicates}")
     return 0
 
 
