@@ -10,9 +10,10 @@ spread over files of ``--chunks-per-file`` chunks, then alternates the two ways 
 one file's chunks (a small edit: same count, half the chunks new), timing each and sampling
 this process's RSS every 2 ms while it runs. The process's allocators are set up as the
 server's (glibc arenas capped, large buffers mapped, Arrow on glibc), so memory a call frees
-goes back and the next call starts from the same floor. Uncompacted versions accumulate the
-same way for both, as they do between a server's compactions. Until 2026-11-27 the bench
-compared the three-commit replace (delete, add, file record) that ``replace_files`` superseded.
+goes back and the next call starts from the same floor. Both write to the one table, whose
+uncompacted versions accumulate as they do between a server's compactions. Until 2026-11-27
+the bench compared the three-commit replace (delete, add, file record) that ``replace_files``
+superseded.
 
     .venv/bin/python bench/replace_cost.py                      # 11k rows, 40 rounds
     .venv/bin/python bench/replace_cost.py --rows 100000 --rounds 20 --json
