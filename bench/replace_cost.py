@@ -49,6 +49,7 @@ from rag_lsp.store.lance_store import ChunkStore, FileRecord  # noqa: E402
 from rag_lsp.store.sql import in_list  # noqa: E402
 
 DIM = 384
+RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def rows_for(path: str, count: int, salt: int, rng: np.random.Generator) -> list[dict]:
@@ -171,6 +172,8 @@ def main() -> int:
                                   "rss_added_mb_p50": round(statistics.median(mb[name]), 1),
                                   "rss_added_mb_max": round(max(mb[name]), 1)}
                            for name in ways}}
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        (RESULTS / "replace_cost.json").write_text(json.dumps(result, indent=2) + "\n")
         if args.json:
             print(json.dumps(result, indent=2))
         else:

@@ -1,0 +1,194 @@
+"""Where a re-index's memory goes: the RSS peak of each store step while a workspace indexes a
+share of its files again, in this process.
+
+Works on a workdir of ``server_latency.py`` (``ws/`` and ``index/``; at 100k chunks, the one
+its ``--stand-in-vectors`` builds), copied first (``cp -a``) so that the original stays as it
+was. Opens the workspace as the server does (the allocators set up as the ``rag-lsp`` command
+sets them, the index at the name the server gives it), answers ``--searches`` queries so that
+what a serving process holds is loaded, rewrites ``--rewrite`` of the files with new content
+and runs ``Workspace.index()``. The new chunks get stand-in vectors (drawn from a hash of each
+chunk's text, as ``server_latency.py --stand-in-vectors`` does; the shared embedding cache is
+off so none reaches it): in the server the model runs in a child process, so its vectors
+change nothing this process holds, and the run takes seconds instead of minutes. RSS is
+sampled every 5 ms and each sample is put to the store step running then (the innermost
+one): the replace of a batch of files, the full-text index check, ``optimize``, its
+compactions and the ANN index's training; "other" is the rest of the run (reading, chunking).
+
+    .venv/bin/python bench/reindex_memory.py --workdir /tmp/bench/lat100k
+    .venv/bin/python bench/reindex_memory.py --workdir /tmp/bench/lat100k --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from rag_lsp import memory  # noqa: E402
+
+memory.limit_malloc_arenas()  # before any library starts a thread, as `rag-lsp` does
+memory.map_large_allocations()
+memory.arrow_on_system_allocator()  # before pyarrow is imported
+
+from server_latency import (  # noqa: E402
+    RESULTS,
+    adopt_copied_index,
+    load_embedder,
+    make_queries,
+    rewrite,
+    server_index_dir,
+    stand_in_vectors,
+)
+
+from rag_lsp.config import Settings  # noqa: E402
+from rag_lsp.store import lance_store  # noqa: E402
+from rag_lsp.store.lance_store import ChunkStore  # noqa: E402
+from rag_lsp.workspace import Workspace  # noqa: E402
+
+# The store steps whose memory is told apart: (object, attribute, label).
+STEPS = ((ChunkStore, "replace_files", "replace_files"),
+         (ChunkStore, "touch_files", "touch_files"),
+         (ChunkStore, "remove_files", "remove_files"),
+         (ChunkStore, "ensure_fts_index", "ensure_fts_index"),
+         (ChunkStore, "optimize", "optimize (outside its compactions)"),
+         (ChunkStore, "_compact", "a compaction"),
+         (lance_store, "build_vector_index", "ANN index training"))
+
+
+def rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+class StepMemory:
+    """RSS samples put to the store step running when each was taken."""
+
+    def __init__(self) -> None:
+        self.running = ["other"]
+        self.steps: dict[str, dict] = {}
+        self._done = threading.Event()
+        self._sampler = threading.Thread(target=self._sample, daemon=True)
+
+    def _step(self, label: str) -> dict:
+        return self.steps.setdefault(label, {"calls": 0, "start_mb": [], "peak_mb": 0.0})
+
+    def _sample(self) -> None:
+        while not self._done.is_set():
+            step = self._step(self.running[-1])
+            step["peak_mb"] = max(step["peak_mb"], rss_mb())
+            self._done.wait(0.005)
+
+    def wrap(self, call: Callable, label: str) -> Callable:
+        def wrapped(*args, **kwargs):
+            step = self._step(label)
+            step["calls"] += 1
+            step["start_mb"].append(rss_mb())
+            self.running.append(label)
+            try:
+                return call(*args, **kwargs)
+            finally:
+                self.running.pop()
+        return wrapped
+
+    def __enter__(self) -> StepMemory:
+        self._originals = [(owner, name, getattr(owner, name)) for owner, name, _ in STEPS]
+        for (owner, name, label), (_, _, call) in zip(STEPS, self._originals, strict=True):
+            setattr(owner, name, self.wrap(call, label))
+        self._sampler.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._done.set()
+        self._sampler.join()
+        for owner, name, call in self._originals:
+            setattr(owner, name, call)
+
+    def figures(self) -> dict:
+        return {label: {"calls": step["calls"],
+                        "start_mb_min": round(min(step["start_mb"])) if step["start_mb"] else None,
+                        "start_mb_max": round(max(step["start_mb"])) if step["start_mb"] else None,
+                        "peak_mb": round(step["peak_mb"])}
+                for label, step in self.steps.items()}
+
+
+def run(args: argparse.Namespace, work: Path) -> dict:
+    root, index = work / "ws", work / "index"
+    adopt_copied_index(root, index)
+    embedder = load_embedder(Settings(), root)[0]
+    if embedder is None:
+        raise SystemExit("the model is not installed: run `make setup` first")
+    settings = Settings.from_dict({"indexPath": str(server_index_dir(index, root)),
+                                   "embeddingCache": False})
+    ws = Workspace.open(root, settings, embedder=embedder)
+    out: dict = {"chunks": ws.status().chunks}
+    for query in make_queries(args.searches, args.seed):
+        ws.search(query)  # the query model and the in-memory copies a server holds
+    time.sleep(2)  # the in-memory copy loads in the background after the first searches
+    out["idle_mb"] = round(rss_mb())
+    paths = sorted(p for p in root.rglob("*") if p.suffix in (".py", ".md"))
+    rng = random.Random(args.seed)
+    busy = rng.sample(paths, k=max(1, int(len(paths) * args.rewrite)))
+    rewrite(busy, rng.randrange(1 << 30))
+    embedder.embed = stand_in_vectors(embedder.dimension)  # type: ignore[method-assign]
+    with StepMemory() as steps:
+        started = time.perf_counter()
+        report = ws.index()
+        out["seconds"] = round(time.perf_counter() - started, 1)
+    out.update(files_rewritten=len(busy), chunks_written=report.chunks_written,
+               steps=steps.figures(),
+               ru_maxrss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024))
+    return out
+
+
+def print_table(r: dict) -> None:
+    print(f"{r['chunks']} chunks; {r['files_rewritten']} files rewritten, "
+          f"{r['chunks_written']} chunks written in {r['seconds']} s; idle {r['idle_mb']} MB")
+    print(f"{'step':<38}{'calls':>6}{'RSS at start MB':>18}{'peak MB':>9}")
+    for label, step in sorted(r["steps"].items(), key=lambda item: -item[1]["peak_mb"]):
+        start = ("" if step["start_mb_min"] is None
+                 else f"{step['start_mb_min']}–{step['start_mb_max']}")
+        print(f"{label:<38}{step['calls']:>6}{start:>18}{step['peak_mb']:>9}")
+    print(f"ru_maxrss {r['ru_maxrss_mb']} MB")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workdir", type=Path, required=True,
+                        help="a server_latency.py workdir (ws/ and index/), left as it is")
+    parser.add_argument("--rewrite", type=float, default=0.03,
+                        help="share of the files rewritten with new content (0.03)")
+    parser.add_argument("--searches", type=int, default=40, help="searches before the run (40)")
+    parser.add_argument("--seed", type=int, default=1, help="which files are rewritten (1)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead")
+    args = parser.parse_args()
+    if not (args.workdir / "ws").is_dir() or not any(args.workdir.glob("index/*/manifest.json")):
+        parser.error(f"{args.workdir} has no ws/ and index/: make one with "
+                     "bench/server_latency.py --workdir DIR (--stand-in-vectors at 100k chunks)")
+    with tempfile.TemporaryDirectory(prefix="reindex-memory-") as tmp:
+        work = Path(tmp) / "copy"
+        subprocess.run(["cp", "-a", str(args.workdir), str(work)], check=True)
+        result = run(args, work)
+        shutil.rmtree(work, ignore_errors=True)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "reindex_memory.json").write_text(json.dumps(result, indent=2) + "\n")
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print_table(result)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
