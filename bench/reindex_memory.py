@@ -13,9 +13,12 @@ change nothing this process holds, and the run takes seconds instead of minutes.
 sampled every 5 ms and each sample is put to the store step running then (the innermost
 one): the replace of a batch of files, the full-text index check, ``optimize``, its
 compactions and the ANN index's training; "other" is the rest of the run (reading, chunking).
+``--runs N`` re-indexes N times, other files each time: each ``optimize`` that folds new rows
+into the ANN index adds a segment to it, and past four the index is trained again (at 100k
+chunks the second run of a server's re-indexes got there).
 
     .venv/bin/python bench/reindex_memory.py --workdir /tmp/bench/lat100k
-    .venv/bin/python bench/reindex_memory.py --workdir /tmp/bench/lat100k --json
+    .venv/bin/python bench/reindex_memory.py --workdir /tmp/bench/lat100k --runs 2 --json
 """
 
 from __future__ import annotations
@@ -139,28 +142,33 @@ def run(args: argparse.Namespace, work: Path) -> dict:
     out["idle_mb"] = round(rss_mb())
     paths = sorted(p for p in root.rglob("*") if p.suffix in (".py", ".md"))
     rng = random.Random(args.seed)
-    busy = rng.sample(paths, k=max(1, int(len(paths) * args.rewrite)))
-    rewrite(busy, rng.randrange(1 << 30))
     embedder.embed = stand_in_vectors(embedder.dimension)  # type: ignore[method-assign]
-    with StepMemory() as steps:
-        started = time.perf_counter()
-        report = ws.index()
-        out["seconds"] = round(time.perf_counter() - started, 1)
-    out.update(files_rewritten=len(busy), chunks_written=report.chunks_written,
-               steps=steps.figures(),
-               ru_maxrss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024))
+    out["runs"] = []
+    for _ in range(args.runs):
+        busy = rng.sample(paths, k=max(1, int(len(paths) * args.rewrite)))
+        rewrite(busy, rng.randrange(1 << 30))
+        with StepMemory() as steps:
+            started = time.perf_counter()
+            report = ws.index()
+            seconds = round(time.perf_counter() - started, 1)
+        out["runs"].append({"files_rewritten": len(busy),
+                            "chunks_written": report.chunks_written, "seconds": seconds,
+                            "steps": steps.figures()})
+    out["ru_maxrss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
     return out
 
 
 def print_table(r: dict) -> None:
-    print(f"{r['chunks']} chunks; {r['files_rewritten']} files rewritten, "
-          f"{r['chunks_written']} chunks written in {r['seconds']} s; idle {r['idle_mb']} MB")
-    print(f"{'step':<38}{'calls':>6}{'RSS at start MB':>18}{'peak MB':>9}")
-    for label, step in sorted(r["steps"].items(), key=lambda item: -item[1]["peak_mb"]):
-        start = ("" if step["start_mb_min"] is None
-                 else f"{step['start_mb_min']}–{step['start_mb_max']}")
-        print(f"{label:<38}{step['calls']:>6}{start:>18}{step['peak_mb']:>9}")
-    print(f"ru_maxrss {r['ru_maxrss_mb']} MB")
+    print(f"{r['chunks']} chunks; idle after the searches {r['idle_mb']} MB")
+    for n, run in enumerate(r["runs"], start=1):
+        print(f"\nrun {n}: {run['files_rewritten']} files rewritten, "
+              f"{run['chunks_written']} chunks written in {run['seconds']} s")
+        print(f"{'step':<38}{'calls':>6}{'RSS at start MB':>18}{'peak MB':>9}")
+        for label, step in sorted(run["steps"].items(), key=lambda item: -item[1]["peak_mb"]):
+            start = ("" if step["start_mb_min"] is None
+                     else f"{step['start_mb_min']}–{step['start_mb_max']}")
+            print(f"{label:<38}{step['calls']:>6}{start:>18}{step['peak_mb']:>9}")
+    print(f"\nru_maxrss {r['ru_maxrss_mb']} MB")
 
 
 def main() -> int:
@@ -170,6 +178,8 @@ def main() -> int:
     parser.add_argument("--rewrite", type=float, default=0.03,
                         help="share of the files rewritten with new content (0.03)")
     parser.add_argument("--searches", type=int, default=40, help="searches before the run (40)")
+    parser.add_argument("--runs", type=int, default=1,
+                        help="re-indexes in turn, other files each time (1)")
     parser.add_argument("--seed", type=int, default=1, help="which files are rewritten (1)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead")
     args = parser.parse_args()
