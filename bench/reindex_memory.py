@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import resource
 import shutil
@@ -36,6 +35,8 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+from index_workspace import RssSampler
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -71,8 +72,7 @@ STEPS = ((ChunkStore, "replace_files", "replace_files"),
 
 
 def rss_mb() -> float:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    return RssSampler.current_kb() / 1024
 
 
 class StepMemory:

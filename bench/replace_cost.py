@@ -24,16 +24,15 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-import os
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+from index_workspace import RssSampler
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -84,32 +83,15 @@ def two_commits(store: ChunkStore, record: FileRecord, rows: list[dict]) -> None
     store.touch_files([record])
 
 
-def rss_mb() -> float:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-
-
-def measured(call: Callable[[], None]) -> tuple[float, float]:
+def measured(call: Callable[[], None], rss: RssSampler) -> tuple[float, float]:
     """(milliseconds, MB of RSS added at the peak) of ``call``."""
-    floor = peak = rss_mb()
-    done = threading.Event()
-
-    def sample() -> None:
-        nonlocal peak
-        while not done.is_set():
-            peak = max(peak, rss_mb())
-            done.wait(0.002)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
+    rss.reset()
+    floor = rss.peak_kb
     began = time.perf_counter()
-    try:
-        call()
-    finally:
-        elapsed = (time.perf_counter() - began) * 1000
-        done.set()
-        sampler.join()
-    return elapsed, max(peak, rss_mb()) - floor
+    call()
+    elapsed = (time.perf_counter() - began) * 1000
+    after = rss.current_kb()  # a call shorter than one interval may have had no sample
+    return elapsed, (max(rss.peak_kb, after) - floor) / 1024
 
 
 def pct(values: list[float], q: float) -> float:
@@ -146,6 +128,7 @@ def main() -> int:
         ways: dict[str, Callable[[FileRecord, list[dict]], None]] = {
             "replace_files (1 commit)": lambda record, rows: store.replace_files([record], rows),
             "upsert+delete (2 commits)": lambda record, rows: two_commits(store, record, rows)}
+        rss = RssSampler(interval=0.002)
         ms: dict[str, list[float]] = {name: [] for name in ways}
         mb: dict[str, list[float]] = {name: [] for name in ways}
         for round_ in range(args.rounds):
@@ -160,7 +143,7 @@ def main() -> int:
                               .limit(None).to_list(), key=lambda row: row["start_line"])
                 new = rows_for(path, args.chunks_per_file, salt, rng)
                 rows = [kept[i] if i % 2 and i < len(kept) else row for i, row in enumerate(new)]
-                took, added = measured(functools.partial(ways[name], record, rows))
+                took, added = measured(functools.partial(ways[name], record, rows), rss)
                 ms[name].append(took)
                 mb[name].append(added)
         ids = store.chunk_rows("true", ["id"])
