@@ -1,8 +1,8 @@
-"""What one per-file update costs: ``ChunkStore.replace_files`` (one ``merge_insert`` commit that
-also deletes the file's rows no longer there, ``when_not_matched_by_source_delete``) against
-the cheapest replace LanceDB offers, which DESIGN.md's promise (a file's chunks replaced in one
-atomic step) rules out: an upsert of the file's rows by id, then a delete of the rows no longer
-there (two commits; a reader between them sees the file's new chunks beside its stale ones).
+"""What one per-file update costs: ``ChunkStore.replace_files`` (since 2026-11-28: an upsert of
+the file's rows by id, LanceDB's fast path, then a delete of its rows no longer there, two
+commits behind a marker that keeps readers on the version before, see
+``rag_lsp.store.replacing``) against the one ``merge_insert`` commit it superseded, which also
+deleted them (``when_not_matched_by_source_delete``) and whose join reads the whole table.
 Same table, same run: milliseconds and the RSS the call adds.
 
 Builds a chunks table of N synthetic rows (random vectors, ~0.5 KB of distinct text a chunk)
@@ -12,8 +12,9 @@ this process's RSS every 2 ms while it runs. The process's allocators are set up
 server's (glibc arenas capped, large buffers mapped, Arrow on glibc), so memory a call frees
 goes back and the next call starts from the same floor. Both write to the one table, whose
 uncompacted versions accumulate as they do between a server's compactions. Until 2026-11-27
-the bench compared the three-commit replace (delete, add, file record) that ``replace_files``
-superseded.
+the bench compared the three-commit replace (delete, add, file record) that the one
+``merge_insert`` had superseded; on 2026-11-27 it compared that ``merge_insert`` (then
+``replace_files``) with the two commits without the marker.
 
     .venv/bin/python bench/replace_cost.py                      # 11k rows, 40 rounds
     .venv/bin/python bench/replace_cost.py --rows 100000 --rounds 20 --json
@@ -68,18 +69,17 @@ def rows_for(path: str, count: int, salt: int, rng: np.random.Generator) -> list
     return rows
 
 
-def two_commits(store: ChunkStore, record: FileRecord, rows: list[dict]) -> None:
-    """Not adopted: an upsert by id (LanceDB's fast path, which reads the id column, not whole
-    rows), then a delete of the file's rows whose ids are gone, then the file record."""
-    chunks = store._chunks  # noqa: SLF001 - the alternative needs the raw table
+def one_merge(store: ChunkStore, record: FileRecord, rows: list[dict]) -> None:
+    """The superseded way (until 2026-11-28): one merge_insert that also deletes the file's rows
+    no longer there (its join reads the whole table), then the file record."""
+    chunks = store._chunks  # noqa: SLF001 - the baseline needs the raw table
     (
         chunks.merge_insert("id")
         .when_matched_update_all()
         .when_not_matched_insert_all()
+        .when_not_matched_by_source_delete(in_list("path", [record.path]))
         .execute(pa.Table.from_pylist(rows, schema=chunks.schema))
     )
-    kept = in_list("id", [row["id"] for row in rows])
-    chunks.delete(f"({in_list('path', [record.path])}) AND NOT ({kept})")
     store.touch_files([record])
 
 
@@ -126,8 +126,8 @@ def main() -> int:
         print(f"table: {store.count_chunks()} rows in {files} files "
               f"(built in {time.perf_counter() - started:.1f} s)", file=log)
         ways: dict[str, Callable[[FileRecord, list[dict]], None]] = {
-            "replace_files (1 commit)": lambda record, rows: store.replace_files([record], rows),
-            "upsert+delete (2 commits)": lambda record, rows: two_commits(store, record, rows)}
+            "replace_files (2 commits)": lambda record, rows: store.replace_files([record], rows),
+            "one merge_insert (before)": lambda record, rows: one_merge(store, record, rows)}
         rss = RssSampler(interval=0.002)
         ms: dict[str, list[float]] = {name: [] for name in ways}
         mb: dict[str, list[float]] = {name: [] for name in ways}

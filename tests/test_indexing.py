@@ -535,16 +535,17 @@ def test_the_index_folder_is_private_to_its_owner(sample_root, embedder):
     assert (index_dir / MANIFEST_NAME).stat().st_mode & 0o777 == 0o600
 
 
-def test_a_renamed_file_changes_names_in_one_commit(workspace, sample_root):
-    """The old name's chunks go in the commit that adds the new name's: between the two, a
-    search would find the file twice (or, the other way round, not at all)."""
+def test_a_renamed_file_changes_names_in_one_step(workspace, sample_root):
+    """The old name's chunks go in the replace that adds the new name's: a search between
+    two steps would find the file twice (or, the other way round, not at all). The replace
+    is two commits readers see as one (tests/test_replace_files.py)."""
     store = workspace._open_store()
     old_path, new_path = "src/auth/passwords.py", "src/auth/hashing.py"
     (sample_root / old_path).rename(sample_root / new_path)
     before = store.version()
     report = workspace.update([old_path, new_path])
     assert report.files_indexed == 1 and report.files_removed == 1
-    assert store.version() == before + 1  # one commit to the chunks table
+    assert store.version() == before + 2  # the upsert, then the delete
     paths = {r.path for r in workspace.search("password hashing", threshold=0.0).results}
     assert new_path in paths and old_path not in paths
     assert old_path not in paths_in_index(workspace) and new_path in paths_in_index(workspace)

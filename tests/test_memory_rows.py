@@ -43,13 +43,13 @@ class RowsRead:
 
     def __init__(self, store: ChunkStore, monkeypatch: pytest.MonkeyPatch):
         self.rows = 0
-        take = store._chunks.take_row_ids  # noqa: SLF001
+        take = store._view.take_row_ids  # noqa: SLF001 - the handle reads go through
 
         def counting(row_ids):
             self.rows += len(row_ids)
             return take(row_ids)
 
-        monkeypatch.setattr(store._chunks, "take_row_ids", counting)  # noqa: SLF001
+        monkeypatch.setattr(store._view, "take_row_ids", counting)  # noqa: SLF001
 
 
 def test_results_are_the_same_as_from_rows_read_back(workspace, monkeypatch, text_held):

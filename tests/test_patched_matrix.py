@@ -176,7 +176,8 @@ def test_own_writes_patch_the_copy_to_what_a_full_load_gives(loaded, write, monk
         raise AssertionError("the search asked LanceDB")
 
     # Searches answer from the patched copy alone (no reload needed, none started).
-    monkeypatch.setattr(store._chunks, "search", no_lancedb)  # noqa: SLF001
+    for table in (store._chunks, store._view):  # noqa: SLF001 - the writer's and the reads'
+        monkeypatch.setattr(table, "search", no_lancedb)
     target = patched.vectors[-1]
     assert store.vector_search(target, 1)[0]["id"] == patched.columns.column("id")[-1].as_py()
     assert store.text_search("pass", 50, with_vectors=False)

@@ -3,7 +3,9 @@
 One process writes an index at a time (the caller holds its
 :class:`~rag_lsp.store.writer_lock.WriterLock`); within it, writes are serialised here.
 Readers — other threads, other processes — get consistent snapshots, and every read sees the
-latest commit, whoever made it, as of the read's start (see :meth:`ChunkStore.one_version`).
+latest commit, whoever made it, as of the read's start (see :meth:`ChunkStore.one_version`),
+except while a writer replaces files' chunks: then the version before (see
+:mod:`rag_lsp.store.replacing`).
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ from rag_lsp.store.integrity import FileDigests
 from rag_lsp.store.lance_queries import nearest_rows, text_rows
 from rag_lsp.store.manifest import REBUILD_HINT
 from rag_lsp.store.private import private_dir
-from rag_lsp.store.sql import in_list
+from rag_lsp.store.replacing import Replacing, read_marker, visible_version, write_marker
+from rag_lsp.store.sql import all_of, in_list
 from rag_lsp.store.vector_cache import VectorCache, VectorMatrix, while_process_runs
 from rag_lsp.store.vector_index import (
     MATRIX_MAX_ROWS,
@@ -229,6 +232,11 @@ class ChunkStore:
                     f"the index at {index_dir} is damaged (table {missing} is missing). "
                     + REBUILD_HINT
                 )
+            # Reads go through a second handle checked out at the version they see (see
+            # _reading): the first follows the latest version, which writes need.
+            self._view = self._db.open_table(CHUNKS)
+            self._view_version: int | None = None
+            self._view_lock = threading.Lock()
             self._fts_ready = self._has_fts_index()
             self._vectors = VectorCache(self._load_vectors)
             # ((folder, table version), rows, rows its ANN index was trained on): see _ann
@@ -292,13 +300,43 @@ class ChunkStore:
                     self._read_version = None
 
     def _version_read(self) -> int:
-        """The chunks table's version, held for the rest of the read under way if any."""
+        """The chunks table's version reads see, held for the rest of the read under way if
+        any: the latest, or the one before a replace under way (see
+        :mod:`rag_lsp.store.replacing`)."""
         if not self._reads:
-            return self._chunks.version
+            return self._visible_version()
         with self._read_version_lock:  # the full-text lookups ask from threads of their own
             if self._read_version is None:
-                self._read_version = self._chunks.version
+                self._read_version = self._visible_version()
             return self._read_version
+
+    def _visible_version(self) -> int:
+        return visible_version(self._chunks_dir(), lambda: self._chunks.version)
+
+    def _reading(self):  # -> lancedb.table.Table
+        """The chunks table at the version reads see (see :meth:`_version_read`)."""
+        version = self._version_read()
+        with self._view_lock:
+            if self._view_version != version:
+                try:
+                    self._view.checkout(version)
+                except ValueError:  # cleaned up since it was read: only a writer's
+                    # compaction cleans up, after settling any replace, so the latest is whole
+                    version = self._chunks.version
+                    with self._read_version_lock:
+                        if self._reads:
+                            self._read_version = version
+                    self._view.checkout(version)
+                self._view_version = version
+            return self._view
+
+    def _table_at(self, version: int):  # -> lancedb.table.Table
+        """A handle of its own on the chunks table at ``version``, for a read that outlasts
+        searches (the vectors' load, in a thread of its own) and so must not see the shared
+        view moved to another version under it."""
+        table = self._db.open_table(CHUNKS)
+        table.checkout(version)
+        return table
 
     @_reports_damage
     def file_records(self) -> dict[str, FileRecord]:
@@ -307,7 +345,7 @@ class ChunkStore:
 
     @_reports_damage
     def count_chunks(self) -> int:
-        return self._chunks.count_rows()
+        return self._reading().count_rows()
 
     @_reports_damage
     def count_files(self) -> int:
@@ -317,7 +355,7 @@ class ChunkStore:
     def check_readable(self) -> None:
         """Read every chunk's id and path: lost or truncated data files raise here (as
         damage), not in the middle of a search. Metadata alone would not notice."""
-        self._chunks.search().select(["id", "path"]).limit(None).to_arrow()
+        self._reading().search().select(["id", "path"]).limit(None).to_arrow()
 
     @_reports_damage
     def stored_for_hashes(self, hashes: Sequence[str]) -> dict[str, StoredChunk]:
@@ -340,16 +378,17 @@ class ChunkStore:
         return found
 
     def _load_vectors(self) -> VectorMatrix | None:
-        version = self._chunks.version
+        version = self._visible_version()
         if self._large(version):  # built since the load was asked for: nothing to hold
             return None
-        rows = self._chunks.count_rows()
+        table = self._table_at(version)
+        rows = table.count_rows()
         # Full-text postings too, up to a size (see rag_lsp.store.term_index): building them
         # at 100k chunks held ~260 MB more for a moment and ~70 MB after, where LanceDB's own
         # lookups are already a small part of a search.
         # The ranking columns too (~5.6 MB at 12k chunks of generated Python).
         columns = ["vector", *ROW_COLUMNS, "text"] if rows <= POSTINGS_MAX_ROWS else ["vector"]
-        reader = (self._chunks.search().select(columns).with_row_id(True).limit(None)
+        reader = (table.search().select(columns).with_row_id(True).limit(None)
                   .to_batches(VECTOR_LOAD_BATCH_ROWS))
         return VectorMatrix.from_batches(version, while_process_runs(reader), rows, self.dim,
                                          row_columns=ROW_COLUMNS if len(columns) > 1 else (),
@@ -461,7 +500,7 @@ class ChunkStore:
                     row["cosine"] = cosine
                 return in_memory
             row_ids = matrix.row_ids[positions].tolist()
-            found = self._chunks.take_row_ids(row_ids).select([*RESULT_COLUMNS, "_rowid"])
+            found = self._reading().take_row_ids(row_ids).select([*RESULT_COLUMNS, "_rowid"])
             by_id = {row.pop("_rowid"): row for row in found.to_list()}
             if not self.moved():  # else the rows came from a build swapped in meanwhile
                 rows = []
@@ -471,7 +510,7 @@ class ChunkStore:
                 return rows
         # LanceDB uses any index there is
         indexed = self._ann(self._version_read())[2] is not None
-        rows = nearest_rows(self._chunks, vector, columns=[*RESULT_COLUMNS, "_distance"],
+        rows = nearest_rows(self._reading(), vector, columns=[*RESULT_COLUMNS, "_distance"],
                             limit=limit, where=where, tune=approximate if indexed else None)
         for row in rows:
             row["cosine"] = 1.0 - float(row.pop("_distance"))
@@ -502,7 +541,7 @@ class ChunkStore:
         columns = [*RESULT_COLUMNS, "_score"]
         if with_vectors and matrix is None:
             columns.append("vector")
-        rows = text_rows(self._chunks, text, column=column, columns=columns, limit=limit,
+        rows = text_rows(self._reading(), text, column=column, columns=columns, limit=limit,
                          where=where, with_row_id=matrix is not None)
         if matrix is not None:
             if self.moved():  # the rows came from a build swapped in meanwhile: not the matrix's
@@ -530,7 +569,7 @@ class ChunkStore:
         if rows is not None and self.moved():  # of the tables swapped out meanwhile
             return None
         if rows is None:
-            found = self._chunks.take_row_ids(row_ids).select([*RESULT_COLUMNS, "_rowid"])
+            found = self._reading().take_row_ids(row_ids).select([*RESULT_COLUMNS, "_rowid"])
             by_id = {row.pop("_rowid"): row for row in found.to_list()}
             if len(by_id) < len(row_ids) or self.moved():  # rows went or a rebuild came
                 return None
@@ -550,7 +589,7 @@ class ChunkStore:
         if not missing:
             return
         row_ids = list(dict.fromkeys(row["_rowid"] for row in missing))
-        found = self._chunks.take_row_ids(row_ids).select(["id", "text", "_rowid"]).to_list()
+        found = self._reading().take_row_ids(row_ids).select(["id", "text", "_rowid"]).to_list()
         by_row_id = {row["_rowid"]: row for row in found}
         if self.moved() or any(by_row_id.get(row["_rowid"], {}).get("id") != row["id"]
                                for row in missing):
@@ -567,7 +606,7 @@ class ChunkStore:
         """About ``count`` chunks (vector and terms only), chosen by their content hash: the
         same chunks give the same sample whatever order writes and compactions left the rows
         in, so scores calibrated on it do not shift when the table is rewritten."""
-        total = self._chunks.count_rows()
+        total = self._reading().count_rows()
         if total == 0:
             return []
         if total <= count:
@@ -584,7 +623,7 @@ class ChunkStore:
 
     @_reports_damage
     def chunk_rows(self, where: str, columns: list[str]) -> list[dict]:
-        return self._chunks.search().where(where).select(columns).limit(None).to_list()
+        return self._reading().search().where(where).select(columns).limit(None).to_list()
 
     # ---- writes ------------------------------------------------------------------------
 
@@ -595,10 +634,12 @@ class ChunkStore:
         """Swap in new chunks and file records for ``records``' paths, and drop ``removed``
         paths (a rename's old name, at most one ``in`` batch of them).
 
-        The chunks of all these files change in one commit (a reader, or a crash, never sees
-        a file half-replaced, nor a renamed file under both names); the file records follow,
-        so a crash in between leaves records that do not match the files on disk, and the
-        next run redoes them.
+        The chunks of all these files change in one step as readers see it (never a file
+        half-replaced, nor a renamed file under both names): two commits, the new rows (by
+        id: unchanged ones rewritten in place), then the deletion of the rows no longer
+        there, with readers kept on the version before until both are in (see
+        :mod:`rag_lsp.store.replacing`). The file records follow, so a crash before them
+        leaves records that do not match the files on disk, and the next run redoes them.
         """
         if not records:
             return
@@ -606,6 +647,7 @@ class ChunkStore:
             raise ValueError(f"at most {_IN_BATCH} paths can be removed with a replace")
         changed = [r.path for r in records] + list(removed)
         with self._write_lock:
+            self._settle_replace()
             paths = in_list("path", changed)
             data = pa.Table.from_pylist(chunk_rows, schema=self._chunks.schema)
             if not removed and self._chunks.count_rows(paths) == 0:
@@ -615,17 +657,19 @@ class ChunkStore:
                         self._chunks.add(data)
                 self._upsert_files(records)
                 return
-            # The join reads the whole table (bench/replace_cost.py: +28 MB and 85 ms at 11k
-            # rows, +173 MB and 290 ms at 100k, against +0-5 MB and 56 / 104 ms for an upsert
-            # then a delete): the price of never showing a file half-replaced.
-            with self._writing_chunks_of(changed):
-                (
-                    self._chunks.merge_insert("id")
-                    .when_matched_update_all()
-                    .when_not_matched_insert_all()
-                    .when_not_matched_by_source_delete(paths)
-                    .execute(data)
-                )
+            # Not one merge_insert that also deletes them (when_not_matched_by_source_delete):
+            # its join reads the whole table, +173 MB and 290 ms at 100k rows against +5 MB and
+            # 104 ms for these two commits (bench/replace_cost.py).
+            kept = in_list("id", [row["id"] for row in chunk_rows])  # "false" if none
+            with self._writing_chunks_of(changed), self._replacing(commits=2):
+                if chunk_rows:
+                    (
+                        self._chunks.merge_insert("id")
+                        .when_matched_update_all()
+                        .when_not_matched_insert_all()
+                        .execute(data)
+                    )
+                self._chunks.delete(all_of(paths, f"NOT ({kept})"))
             self._upsert_files(records)
             if removed:
                 self._files.delete(in_list("path", list(removed)))
@@ -640,10 +684,38 @@ class ChunkStore:
     @_reports_damage
     @_recorded
     def remove_files(self, paths: Sequence[str]) -> None:
-        with self._write_lock, self._writing_chunks_of(paths):
-            for batch in _batches(list(paths)):
-                self._chunks.delete(in_list("path", batch))
-                self._files.delete(in_list("path", batch))
+        with self._write_lock:
+            self._settle_replace()
+            with self._writing_chunks_of(paths):
+                for batch in _batches(list(paths)):
+                    self._chunks.delete(in_list("path", batch))
+                    self._files.delete(in_list("path", batch))
+
+    @contextmanager
+    def _replacing(self, commits: int) -> Iterator[None]:
+        """Around a write of at most ``commits`` commits to the chunks table (the caller
+        holds the write lock): readers keep the version before until it is over. If it
+        fails, they stay there until the next write settles it (see _settle_replace)."""
+        marker = read_marker(self._chunks_dir())
+        seq = (marker.seq if marker is not None else 0) + 1
+        before = self._chunks.version
+        write_marker(self._chunks_dir(), Replacing(seq, before, before + commits))
+        yield
+        write_marker(self._chunks_dir(), Replacing(seq))
+
+    def _settle_replace(self) -> None:
+        """Before a write (the caller holds the write lock): a replace cut short between its
+        commits (here, or in a process that died) has kept readers on the version before it;
+        restore that version, so that no later commit makes the half-replaced files visible.
+        Their records were not written yet: the next run replaces them again."""
+        marker = read_marker(self._chunks_dir())
+        if marker is None or marker.before is None:
+            return
+        if marker.holds(self._chunks.version):
+            log.warning("a replace of chunks was cut short between its commits: restoring "
+                        "version %d of %s", marker.before, self._chunks_dir())
+            self._chunks.restore(marker.before)
+        write_marker(self._chunks_dir(), Replacing(marker.seq))
 
     @contextmanager
     def _writing_chunks_of(self, paths: Sequence[str]) -> Iterator[None]:
@@ -718,6 +790,7 @@ class ChunkStore:
     def ensure_fts_index(self) -> None:
         """Build the full-text index once; later rows are folded in by :meth:`optimize`."""
         with self._write_lock:
+            self._settle_replace()
             if self._fts_ready or self._chunks.count_rows() == 0:
                 return
             with self._moving_rows():  # an index moves no rows: the same row ids
@@ -743,12 +816,14 @@ class ChunkStore:
         fragments that different segments cover, so the first compaction goes only as far
         as the segments let it (training took 1.7 s on 100k chunks compacted, 15.5 s on the
         26 fragments, and their deleted rows, that 25 segments had kept apart)."""
-        with self._write_lock, self._moving_rows():
-            self._compact()
-            rows, trained, segments = self._training_state()
-            if needs_training(rows, trained, segments):
-                build_vector_index(self._chunks, rows)
+        with self._write_lock:
+            self._settle_replace()
+            with self._moving_rows():
                 self._compact()
+                rows, trained, segments = self._training_state()
+                if needs_training(rows, trained, segments):
+                    build_vector_index(self._chunks, rows)
+                    self._compact()
 
     def _compact(self) -> None:
         for table in (self._chunks, self._files):
