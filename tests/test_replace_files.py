@@ -54,6 +54,23 @@ def latest_ids(store: ChunkStore) -> dict[str, list[str]]:
 OLD = {"a.py": ["a.py#alpha", "a.py#beta", "a.py#gamma"], "b.py": ["b.py#delta", "b.py#eps"]}
 
 
+def fail_between_the_commits(store: ChunkStore, rng: np.random.Generator) -> None:
+    """A replace of a.py whose upsert lands and whose delete fails (a full disk)."""
+    chunks = store._chunks  # noqa: SLF001 - the table whose commits fail
+    delete = chunks.delete
+
+    def disk_full(where):
+        raise OSError("no space left on device")
+
+    chunks.delete = disk_full
+    try:
+        with pytest.raises(Exception, match="no space"):
+            store.replace_files([FileRecord("a.py", 1, 2, "3" * 64, 2)],
+                                rows_for("a.py", ["beta", "zeta"], rng))
+    finally:
+        chunks.delete = delete
+
+
 @pytest.fixture
 def store(tmp_path):
     rng = np.random.default_rng(5)
@@ -92,7 +109,6 @@ def test_readers_between_the_two_commits_see_the_version_before(store, tmp_path)
 
     def watched_delete(where):
         seen.append((latest_ids(store), ids_by_path(other), ids_by_path(store),
-                     other.count_chunks(),
                      sorted(r["id"] for r in other.text_search("zeta", 10))))
         return delete(where)
 
@@ -101,11 +117,11 @@ def test_readers_between_the_two_commits_see_the_version_before(store, tmp_path)
                          FileRecord("c.py", 1, 1, "5" * 64, 2)],
                         rows_for("a.py", ["beta", "zeta"], rng)
                         + rows_for("c.py", ["delta", "eps"], rng), removed=["b.py"])
-    [(latest, other_saw, own_saw, count, lexical)] = seen
+    [(latest, other_saw, own_saw, lexical)] = seen
     # the upsert had landed: the latest version held a.py's new chunks beside its stale ones
     assert latest["a.py"] == ["a.py#alpha", "a.py#beta", "a.py#gamma", "a.py#zeta"]
     assert "b.py" in latest and "c.py" in latest
-    assert other_saw == OLD and own_saw == OLD and count == 5
+    assert other_saw == OLD and own_saw == OLD
     assert lexical == []
     after = {"a.py": ["a.py#beta", "a.py#zeta"], "c.py": ["c.py#delta", "c.py#eps"]}
     assert ids_by_path(other) == after and ids_by_path(store) == after
@@ -117,17 +133,7 @@ def test_the_next_write_restores_the_version_a_failed_replace_kept_readers_on(st
     next write (here another file's) restores it rather than making the half-replaced file
     visible, and its record still says the old content."""
     store, rng = store
-    chunks = store._chunks  # noqa: SLF001 - the table whose commits fail
-    delete = chunks.delete
-
-    def disk_full(where):
-        raise OSError("no space left on device")
-
-    chunks.delete = disk_full
-    with pytest.raises(Exception, match="no space"):
-        store.replace_files([FileRecord("a.py", 1, 2, "3" * 64, 2)],
-                            rows_for("a.py", ["beta", "zeta"], rng))
-    chunks.delete = delete
+    fail_between_the_commits(store, rng)
     other = ChunkStore(tmp_path / "ix", DIM)
     assert latest_ids(store)["a.py"] == ["a.py#alpha", "a.py#beta", "a.py#gamma", "a.py#zeta"]
     assert ids_by_path(other) == OLD
@@ -147,24 +153,62 @@ def test_a_marker_no_replace_can_explain_is_ignored(store):
     assert store.version() == latest and ids_by_path(store) == OLD
     (table_dir / MARKER_NAME).write_text("{not json")
     assert store.version() == latest and ids_by_path(store) == OLD
+    # a replace whose last commit is in: the table is whole
+    write_marker(table_dir, Replacing(8, before=latest - 2, last=latest))
+    assert store.version() == latest
+    # a version that is not a number
+    (table_dir / MARKER_NAME).write_text('{"seq": 9, "before": "3", "last": 99}')
+    assert store.version() == latest
     # one that holds: the version before the replace it names
-    write_marker(table_dir, Replacing(8, before=latest - 1, last=latest + 1))
+    write_marker(table_dir, Replacing(10, before=latest - 1, last=latest + 1))
     assert store.version() == latest - 1
 
 
 @pytest.mark.filterwarnings("ignore:optimize.cleanup_older_than=0.")
-def test_a_read_of_a_version_cleaned_up_meanwhile_reads_the_latest(store, monkeypatch):
+def test_a_read_whose_version_was_cleaned_up_reads_the_version_it_would_see_now(
+        store, tmp_path, monkeypatch):
+    """A read takes its version, then a compaction cleans it up before the read's first query
+    (only after a long idle, as cleanup goes by a version's age): the read goes on at the
+    version it would see now."""
     store, rng = store
     monkeypatch.setattr(lance_store, "_KEEP_OLD_VERSIONS", timedelta(0))
-    first = store.version()
+    other = ChunkStore(tmp_path / "ix", DIM)
+    with other.one_version():
+        taken = other.version()
+        store.replace_files([FileRecord("b.py", 1, 2, "6" * 64, 1)],
+                            rows_for("b.py", ["eta"], rng))
+        store.optimize()  # cleans up every version but the latest
+        assert store.version() > taken
+        assert ids_by_path(other) == {"a.py": OLD["a.py"], "b.py": ["b.py#eta"]}
+        assert other.version() == store.version()
+
+
+def test_a_read_taken_before_the_full_text_index_was_built_finds_no_words(store, tmp_path):
+    """Its version has no full-text index to ask (LanceDB would fail the query)."""
+    store, _rng = store
+    other = ChunkStore(tmp_path / "ix", DIM)
+    with other.one_version():
+        other.version()
+        store.ensure_fts_index()
+        assert other.text_search("alpha", 10) == []
+    assert [r["id"] for r in other.text_search("alpha", 10)] == ["a.py#alpha"]
+
+
+def test_a_restore_that_cannot_be_made_leaves_the_writer_writing(store, monkeypatch, caplog):
+    """The version before was cleaned up: the files stay half-replaced until the next run
+    redoes them (their records say the old content), and writes go on."""
+    store, rng = store
+    fail_between_the_commits(store, rng)
+    chunks = store._chunks  # noqa: SLF001
+
+    def gone(version):
+        chunks.checkout(version)  # what LanceDB's restore does first
+        raise ValueError(f"Version {version} no longer exists. Was it cleaned up?")
+
+    monkeypatch.setattr(chunks, "restore", gone)
     store.replace_files([FileRecord("b.py", 1, 2, "6" * 64, 1)], rows_for("b.py", ["eta"], rng))
-    store.optimize()  # cleans up every version but the latest
-    latest = store._chunks.version  # noqa: SLF001
-    # as if this read had taken its version just before the cleanup
-    write_marker(store.index_dir / f"{CHUNKS}.lance", Replacing(9, before=first,
-                                                               last=latest + 1))
-    assert store.version() == first
-    assert ids_by_path(store) == {"a.py": OLD["a.py"], "b.py": ["b.py#eta"]}
+    assert "the next run mends those files" in caplog.text
+    assert latest_ids(store)["b.py"] == ["b.py#eta"] == ids_by_path(store)["b.py"]
 
 
 def test_a_reader_looks_again_when_a_replace_begins_while_it_looks(tmp_path):

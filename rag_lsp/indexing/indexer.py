@@ -43,7 +43,8 @@ log = logging.getLogger(__name__)
 # Chunks gathered before one embed + write round: large enough to batch well, small enough
 # that search sees progress often and a crash loses little.
 WRITE_BATCH_CHUNKS = 512
-# Renamed or deleted paths dropped in the same commit as the next write (at most one `in` batch).
+# Renamed or deleted paths dropped in the same replace as the next write (at most one `in`
+# batch), which readers see as one step.
 REMOVALS_WITH_WRITE = 100
 # During a long run, fold new rows into the full-text index and compact every this many
 # batches: searches meanwhile scan unindexed rows and small fragments, which grows their
@@ -218,8 +219,8 @@ class Indexer:
                 removed.update(p for p in known if p.startswith(f"{rel}/"))
         report.files_scanned = len(present)
         # A rename arrives as the new path and the old one together: the old name's chunks go
-        # in the same commit as the new name's, so no search sees the file twice (or not at
-        # all). Many removals (a deleted folder) are their own commits.
+        # in the same replace as the new name's (one step to readers), so no search sees the
+        # file twice (or not at all). Many removals (a deleted folder) are their own commits.
         with_write = len(removed) <= REMOVALS_WITH_WRITE
         self._removals = sorted(removed) if with_write else []
         self._index_files(present, known, report, lambda _p: None)

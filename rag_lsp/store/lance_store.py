@@ -238,6 +238,9 @@ class ChunkStore:
             self._view_version: int | None = None
             self._view_lock = threading.Lock()
             self._fts_ready = self._has_fts_index()
+            # The chunks version from which this process knows the full-text index is there
+            # (0: any version a read can see); a read of an older one checks (text_search).
+            self._fts_since = 0
             self._vectors = VectorCache(self._load_vectors)
             # ((folder, table version), rows, rows its ANN index was trained on): see _ann
             self._ann_state: tuple[tuple, int, int | None] | None = None
@@ -274,8 +277,9 @@ class ChunkStore:
         """Record the files not recorded yet (the caller holds the writer lock)."""
         self._digests.record()
 
-    def _has_fts_index(self) -> bool:
-        indexed = {tuple(i.columns) for i in self._chunks.list_indices() if i.index_type == "FTS"}
+    def _has_fts_index(self, table=None) -> bool:  # noqa: ANN001 - a lancedb Table
+        table = self._chunks if table is None else table
+        indexed = {tuple(i.columns) for i in table.list_indices() if i.index_type == "FTS"}
         return {("search_text",), ("defines",)} <= indexed
 
     # ---- reads -------------------------------------------------------------------------
@@ -320,9 +324,10 @@ class ChunkStore:
             if self._view_version != version:
                 try:
                     self._view.checkout(version)
-                except ValueError:  # cleaned up since it was read: only a writer's
-                    # compaction cleans up, after settling any replace, so the latest is whole
-                    version = self._chunks.version
+                except ValueError:  # cleaned up since the read took it (a compaction
+                    # after a long idle): nothing of it is left to read, so the read goes on
+                    # at the version it would see now
+                    version = self._visible_version()
                     with self._read_version_lock:
                         if self._reads:
                             self._read_version = version
@@ -345,7 +350,8 @@ class ChunkStore:
 
     @_reports_damage
     def count_chunks(self) -> int:
-        return self._reading().count_rows()
+        """Chunks in the latest version (a count: no file is seen half-replaced in it)."""
+        return self._chunks.count_rows()
 
     @_reports_damage
     def count_files(self) -> int:
@@ -424,7 +430,8 @@ class ChunkStore:
         key = (_identity(self._chunks_dir()), version)  # a rebuild swapped in: other tables
         known = self._ann_state
         if known is None or known[0] != key:
-            known = (key, self._chunks.count_rows(), trained_rows(self._chunks))
+            table = self._reading() if version == self._version_read() else self._chunks
+            known = (key, table.count_rows(), trained_rows(table))
             self._ann_state = known
         return known
 
@@ -527,6 +534,9 @@ class ChunkStore:
             self._fts_ready = self._has_fts_index()
             if not self._fts_ready:
                 return []
+            self._fts_since = self._chunks.version
+        if self._version_read() < self._fts_since and not self._has_fts_index(self._reading()):
+            return []  # this read's version came before the index was built
         matrix = self.vectors_in_memory()
         if matrix is not None and matrix.terms is not None and not where:
             rows = self._text_search_in_memory(matrix, text, limit, column, with_vectors)
@@ -658,10 +668,10 @@ class ChunkStore:
                 self._upsert_files(records)
                 return
             # Not one merge_insert that also deletes them (when_not_matched_by_source_delete):
-            # its join reads the whole table, +173 MB and 290 ms at 100k rows against +5 MB and
-            # 104 ms for these two commits (bench/replace_cost.py).
+            # its join reads the whole table, +157 MB and 271 ms at 100k rows against +0 MB and
+            # 109 ms for these two commits (bench/replace_cost.py, 2026-11-28).
             kept = in_list("id", [row["id"] for row in chunk_rows])  # "false" if none
-            with self._writing_chunks_of(changed), self._replacing(commits=2):
+            with self._writing_chunks_of(changed), self._replacing(2 if chunk_rows else 1):
                 if chunk_rows:
                     (
                         self._chunks.merge_insert("id")
@@ -693,13 +703,18 @@ class ChunkStore:
 
     @contextmanager
     def _replacing(self, commits: int) -> Iterator[None]:
-        """Around a write of at most ``commits`` commits to the chunks table (the caller
-        holds the write lock): readers keep the version before until it is over. If it
-        fails, they stay there until the next write settles it (see _settle_replace)."""
+        """Around a write of exactly ``commits`` commits to the chunks table (the caller
+        holds the write lock): readers keep the version before until the last is in. If it
+        fails between them, they stay there until the next write settles it (see
+        _settle_replace)."""
+        if commits < 2:  # one commit is one step already
+            yield
+            return
         marker = read_marker(self._chunks_dir())
         seq = (marker.seq if marker is not None else 0) + 1
         before = self._chunks.version
-        write_marker(self._chunks_dir(), Replacing(seq, before, before + commits))
+        write_marker(self._chunks_dir(), Replacing(seq, before, before + commits),
+                     durable=True)
         yield
         write_marker(self._chunks_dir(), Replacing(seq))
 
@@ -714,7 +729,14 @@ class ChunkStore:
         if marker.holds(self._chunks.version):
             log.warning("a replace of chunks was cut short between its commits: restoring "
                         "version %d of %s", marker.before, self._chunks_dir())
-            self._chunks.restore(marker.before)
+            try:
+                self._chunks.restore(marker.before)
+            except ValueError as exc:  # cleaned up: the files' records still say the old
+                # content, so the next run replaces them again; until then they show twice
+                log.warning("version %d is gone (%s): the next run mends those files",
+                            marker.before, exc)
+            finally:
+                self._chunks.checkout_latest()  # restore checks out first: back to writing
         write_marker(self._chunks_dir(), Replacing(marker.seq))
 
     @contextmanager
@@ -783,7 +805,10 @@ class ChunkStore:
         """Move to the latest version of both tables (another process may have written)."""
         for table in (self._chunks, self._files):
             table.checkout_latest()
-        self._fts_ready = self._has_fts_index()
+        ready = self._has_fts_index()
+        if ready and not self._fts_ready:
+            self._fts_since = self._chunks.version
+        self._fts_ready = ready
 
     @_reports_damage
     @_recorded
@@ -804,6 +829,7 @@ class ChunkStore:
                                           remove_stop_words=False, ascii_folding=False),
                     replace=True,
                 )
+            self._fts_since = self._chunks.version
             self._fts_ready = True
 
     @_reports_damage
