@@ -125,9 +125,10 @@ def test_a_read_asks_lancedb_once_per_query_and_once_for_the_version(store, monk
             chunks_store.version()
         return trips[0] - before
 
-    # Three queries and one look at the version (LanceDB's own builder took 19 here), and
-    # the first read of a version one more, to move the reading handle to it.
-    assert one_read() == 5
+    # Three queries and one look at the version (LanceDB's own builder took 19 here); the
+    # first read of a version may take one more, to move the reading handle to it (unless
+    # something asked about that version before).
+    assert one_read() in (4, 5)
     assert one_read() == 4
 
 

@@ -16,7 +16,13 @@ from lancedb.table import LanceTable
 from rag_lsp.config import Settings
 from rag_lsp.store import lance_store
 from rag_lsp.store.lance_store import CHUNKS, ChunkStore, FileRecord
-from rag_lsp.store.replacing import MARKER_NAME, Replacing, visible_version, write_marker
+from rag_lsp.store.replacing import (
+    MARKER_NAME,
+    Replacing,
+    read_marker,
+    visible_version,
+    write_marker,
+)
 from rag_lsp.workspace import Workspace
 
 DIM = 8
@@ -168,19 +174,30 @@ def test_a_marker_no_replace_can_explain_is_ignored(store):
 def test_a_read_whose_version_was_cleaned_up_reads_the_version_it_would_see_now(
         store, tmp_path, monkeypatch):
     """A read takes its version, then a compaction cleans it up before the read's first query
-    (only after a long idle, as cleanup goes by a version's age): the read goes on at the
-    version it would see now."""
+    (only after a long idle, as cleanup goes by a version's age), and another replace is under
+    way when the query comes: the read goes on at the version it would see now, the one
+    before that replace."""
     store, rng = store
     monkeypatch.setattr(lance_store, "_KEEP_OLD_VERSIONS", timedelta(0))
     other = ChunkStore(tmp_path / "ix", DIM)
+    seen: list[dict] = []
     with other.one_version():
-        taken = other.version()
+        other.version()
         store.replace_files([FileRecord("b.py", 1, 2, "6" * 64, 1)],
                             rows_for("b.py", ["eta"], rng))
         store.optimize()  # cleans up every version but the latest
-        assert store.version() > taken
-        assert ids_by_path(other) == {"a.py": OLD["a.py"], "b.py": ["b.py#eta"]}
-        assert other.version() == store.version()
+        chunks = store._chunks  # noqa: SLF001
+        delete = chunks.delete
+
+        def watched_delete(where):
+            seen.append(ids_by_path(other))
+            return delete(where)
+
+        chunks.delete = watched_delete
+        store.replace_files([FileRecord("a.py", 1, 2, "3" * 64, 2)],
+                            rows_for("a.py", ["beta", "zeta"], rng))
+        chunks.delete = delete
+    assert seen == [{"a.py": OLD["a.py"], "b.py": ["b.py#eta"]}]
 
 
 def test_a_read_taken_before_the_full_text_index_was_built_finds_no_words(store, tmp_path):
@@ -208,6 +225,7 @@ def test_a_restore_that_cannot_be_made_leaves_the_writer_writing(store, monkeypa
     monkeypatch.setattr(chunks, "restore", gone)
     store.replace_files([FileRecord("b.py", 1, 2, "6" * 64, 1)], rows_for("b.py", ["eta"], rng))
     assert "the next run mends those files" in caplog.text
+    assert read_marker(store.index_dir / f"{CHUNKS}.lance").before is None
     assert latest_ids(store)["b.py"] == ["b.py#eta"] == ids_by_path(store)["b.py"]
 
 

@@ -235,7 +235,10 @@ class ChunkStore:
             # Reads go through a second handle checked out at the version they see (see
             # _reading): the first follows the latest version, which writes need.
             self._view = self._db.open_table(CHUNKS)
-            self._view_version: int | None = None
+            # (folder, version) the reads' handle is at: a rebuild swapped in can have the same
+            # version number in another folder
+            self._view_at: tuple | None = None
+            self._view_folder = _identity(self._chunks_dir())
             self._view_lock = threading.Lock()
             self._fts_ready = self._has_fts_index()
             # The chunks version from which this process knows the full-text index is there
@@ -319,9 +322,18 @@ class ChunkStore:
 
     def _reading(self):  # -> lancedb.table.Table
         """The chunks table at the version reads see (see :meth:`_version_read`)."""
-        version = self._version_read()
+        return self._reading_at(self._version_read())
+
+    def _reading_at(self, version: int):  # -> lancedb.table.Table
+        """The reads' handle moved to ``version``, the one a read took."""
         with self._view_lock:
-            if self._view_version != version:
+            folder = _identity(self._chunks_dir())  # before the checkout: a swap after it
+            if self._view_at != (folder, version):  # makes the next read check out again
+                if folder != self._view_folder:
+                    # a rebuild swapped in: a handle of its own (the same version number
+                    # would find the old folder's files)
+                    self._view = self._db.open_table(CHUNKS)
+                    self._view_folder = folder
                 try:
                     self._view.checkout(version)
                 except ValueError:  # cleaned up since the read took it (a compaction
@@ -332,7 +344,7 @@ class ChunkStore:
                         if self._reads:
                             self._read_version = version
                     self._view.checkout(version)
-                self._view_version = version
+                self._view_at = (folder, version)
             return self._view
 
     def _table_at(self, version: int):  # -> lancedb.table.Table
@@ -350,7 +362,8 @@ class ChunkStore:
 
     @_reports_damage
     def count_chunks(self) -> int:
-        """Chunks in the latest version (a count: no file is seen half-replaced in it)."""
+        """Chunks in the latest version: a count, which for a moment may include the new
+        rows of a replace under way beside the ones they replace."""
         return self._chunks.count_rows()
 
     @_reports_damage
@@ -430,7 +443,9 @@ class ChunkStore:
         key = (_identity(self._chunks_dir()), version)  # a rebuild swapped in: other tables
         known = self._ann_state
         if known is None or known[0] != key:
-            table = self._reading() if version == self._version_read() else self._chunks
+            # the version a search reads (most calls) through the reads' handle, else its own
+            table = (self._reading_at(version) if version == self._version_read()
+                     else self._table_at(version))
             known = (key, table.count_rows(), trained_rows(table))
             self._ann_state = known
         return known
@@ -531,10 +546,12 @@ class ChunkStore:
         stored ``terms`` and path words stand for ``search_text``)."""
         # Another writer (thread or process) may have built the index since we opened.
         if not self._fts_ready:
-            self._fts_ready = self._has_fts_index()
-            if not self._fts_ready:
+            if not self._has_fts_index():
                 return []
+            # a version at or after the index's (asked after it), set before the flag: a
+            # lookup thread that sees the index ready also sees since when
             self._fts_since = self._chunks.version
+            self._fts_ready = True
         if self._version_read() < self._fts_since and not self._has_fts_index(self._reading()):
             return []  # this read's version came before the index was built
         matrix = self.vectors_in_memory()

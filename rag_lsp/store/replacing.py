@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from rag_lsp.store.private import write_private
+from rag_lsp.store.private import PRIVATE_FILE
 
 log = logging.getLogger(__name__)
 
@@ -86,20 +86,21 @@ def write_marker(table_dir: Path, marker: Replacing, *, durable: bool = False) -
     """Replace the marker whole: a reader sees the old one or the new one, never a part.
     ``durable``: on disk before this returns (the file and the rename)."""
     partial = table_dir / f".{MARKER_NAME}.tmp"
-    write_private(partial, json.dumps(marker.__dict__))
-    if durable:
-        _sync(partial)
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(json.dumps(marker.__dict__))
+        if durable:
+            out.flush()
+            os.fsync(out.fileno())
     os.replace(partial, table_dir / MARKER_NAME)
-    if durable:
-        _sync(table_dir)  # the rename
-
-
-def _sync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    if durable and os.name != "nt":  # the rename too (Windows opens no folder to sync)
+        folder = os.open(table_dir, os.O_RDONLY)
+        try:
+            os.fsync(folder)
+        except OSError:  # a file system that cannot sync a folder: the file is synced
+            pass
+        finally:
+            os.close(folder)
 
 
 def visible_version(table_dir: Path, latest_version: Callable[[], int]) -> int:
