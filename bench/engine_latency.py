@@ -32,12 +32,12 @@ WARM_UP, SETTLE_SECONDS, AFTER_SETTLE = 30, 6.0, 20
 
 
 def child(index_dir: Path, root: Path, queries: int, seed: int) -> None:
+    # What the `rag-lsp` command does first.
+    from index_workspace import set_up_as_the_command
+
     import rag_lsp.memory
 
-    # What the `rag-lsp` command does first (older checkouts may lack any of them: then nothing).
-    getattr(rag_lsp.memory, "limit_malloc_arenas", lambda: None)()
-    getattr(rag_lsp.memory, "map_large_allocations", lambda: None)()
-    getattr(rag_lsp.memory, "arrow_on_system_allocator", lambda: None)()
+    set_up_as_the_command(rag_lsp.memory)
     from server_latency import make_queries
 
     import rag_lsp

@@ -136,6 +136,18 @@ def edit_one_function(path: Path, tag: str) -> None:
     path.write_text("\n".join(lines), "utf-8")
 
 
+def set_up_as_the_command(memory) -> None:
+    """What the ``rag-lsp`` command does first (``rag_lsp.memory.set_up_process``: the
+    allocators, LanceDB's read-ahead), for a bench that stands in for it; in an older
+    checkout (a baseline), the parts it has."""
+    set_up = getattr(memory, "set_up_process", None)
+    if set_up is not None:
+        set_up()
+        return
+    for name in ("limit_malloc_arenas", "map_large_allocations", "arrow_on_system_allocator"):
+        getattr(memory, name, lambda: None)()
+
+
 class RssSampler:
     """Peak resident memory (VmRSS from /proc) since the last reset(): of this process, of the
     embedding child it has (``child_pid()``, if any), and of the two together."""
@@ -205,9 +217,7 @@ def main() -> int:
     # other benches import this module for its generator.
     from rag_lsp import memory
 
-    memory.limit_malloc_arenas()
-    getattr(memory, "map_large_allocations", lambda: None)()  # (not in older checkouts)
-    memory.arrow_on_system_allocator()
+    set_up_as_the_command(memory)
     from rag_lsp import Workspace
     from rag_lsp.config import Settings
     from rag_lsp.indexing.progress import IndexReport

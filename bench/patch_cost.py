@@ -28,16 +28,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from rag_lsp.memory import (  # noqa: E402
-    arrow_on_system_allocator,
-    limit_malloc_arenas,
-    map_large_allocations,
-)
+from rag_lsp.memory import set_up_process  # noqa: E402
 
 # As the rag-lsp command sets them up, so that RSS shows what a patch allocates.
-arrow_on_system_allocator()
-limit_malloc_arenas()
-map_large_allocations()
+set_up_process()
 
 from rag_lsp.store.lance_store import (  # noqa: E402
     ROW_COLUMNS,

@@ -39,9 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from rag_lsp import memory  # noqa: E402
 
-memory.limit_malloc_arenas()  # before any library starts a thread, as `rag-lsp` does
-memory.map_large_allocations()
-memory.arrow_on_system_allocator()  # before pyarrow is imported
+memory.set_up_process()  # as `rag-lsp` does, before any library starts a thread
 
 import pyarrow as pa  # noqa: E402
 

@@ -35,12 +35,12 @@ WARM_UP, SETTLE_SECONDS = 30, 6.0
 
 
 def child(index_dir: Path, root: Path, share: float, spacing: float, seed: int) -> None:
+    # What the `rag-lsp` command does first.
+    from index_workspace import set_up_as_the_command
+
     import rag_lsp.memory
 
-    # What the `rag-lsp` command does first (older checkouts may lack any of them: then nothing).
-    getattr(rag_lsp.memory, "limit_malloc_arenas", lambda: None)()
-    getattr(rag_lsp.memory, "map_large_allocations", lambda: None)()
-    getattr(rag_lsp.memory, "arrow_on_system_allocator", lambda: None)()
+    set_up_as_the_command(rag_lsp.memory)
     import rag_lsp
     from rag_lsp.config import Settings
     from rag_lsp.store import vector_cache

@@ -52,13 +52,13 @@ def rss_mb(field: str = "VmRSS") -> float:
 
 def child(index_dir: Path, root: Path) -> None:
     stages = {}
+    # What `rag-lsp` does first thing (code before 2026-11-25, which --baseline may run,
+    # has none of it: then nothing is done).
+    from index_workspace import set_up_as_the_command
+
     import rag_lsp.memory
 
-    # What `rag-lsp` does first thing. Code from before 2026-11-25 has no such function
-    # (--baseline may run it): then nothing is done.
-    getattr(rag_lsp.memory, "limit_malloc_arenas", lambda: None)()
-    getattr(rag_lsp.memory, "map_large_allocations", lambda: None)()
-    getattr(rag_lsp.memory, "arrow_on_system_allocator", lambda: None)()
+    set_up_as_the_command(rag_lsp.memory)
     import rag_lsp.workspace as workspace_module  # noqa: F401  (what serve imports)
 
     stages["imports"] = rss_mb()

@@ -30,6 +30,17 @@ _M_ARENA_MAX = -8  # mallopt() parameter number, from glibc's malloc.h
 MMAP_THRESHOLD_BYTES = 1024 * 1024
 _M_MMAP_THRESHOLD = -3
 ARROW_POOL_VARIABLE = "ARROW_DEFAULT_MEMORY_POOL"
+# LanceDB reads ahead of a scan into a buffer of up to 2 GiB (Lance's default, sized for
+# object stores far away). A compaction reads every row it rewrites, faster than it writes
+# them, so the buffer fills: compacting the 100k-chunk table after the ANN index is trained
+# again peaked at 724 MB with the default and 635 MB with 32 MiB, the training at 628 and
+# 569 (bench/reindex_memory.py --runs 2; bench/README.md, "A cap on LanceDB's read-ahead").
+# A local disk keeps up with far less: a scan of 100k vectors took ~0.3 s either way (+15%),
+# of their text no longer. 32 MiB rather than 8 (615 MB): the budget holds the largest
+# single read with room to spare (Lance lets a read larger than what is left through only
+# when nothing else is in flight).
+LANCE_READ_AHEAD_VARIABLE = "LANCE_DEFAULT_IO_BUFFER_SIZE"
+LANCE_READ_AHEAD_BYTES = 32 * 1024 * 1024
 
 
 def return_freed_memory() -> None:
@@ -87,6 +98,23 @@ def arrow_on_system_allocator() -> None:
     ``rag-lsp`` command calls it first thing); afterwards it changes nothing."""
     if "pyarrow" not in sys.modules:
         os.environ.setdefault(ARROW_POOL_VARIABLE, "system")
+
+
+def cap_lance_read_ahead() -> None:
+    """Cap LanceDB's read-ahead at :data:`LANCE_READ_AHEAD_BYTES`, unless the user set
+    ``LANCE_DEFAULT_IO_BUFFER_SIZE``. Lance reads the variable once, at its first scan, so
+    this runs before any table is read (the ``rag-lsp`` command calls it first thing)."""
+    os.environ.setdefault(LANCE_READ_AHEAD_VARIABLE, str(LANCE_READ_AHEAD_BYTES))
+
+
+def set_up_process() -> None:
+    """Everything above, in the order it must run: first thing in the ``rag-lsp`` command
+    (and in benches that stand in for it), before any library starts a thread, allocates or
+    reads a table."""
+    limit_malloc_arenas()  # before any library starts its threads
+    map_large_allocations()  # before the first large buffer is freed
+    arrow_on_system_allocator()  # before pyarrow is imported
+    cap_lance_read_ahead()  # before LanceDB's first scan
 
 
 def freeze_long_lived_objects() -> None:

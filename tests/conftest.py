@@ -11,12 +11,17 @@ from pathlib import Path
 
 import pytest
 
+from rag_lsp import memory
 from rag_lsp.config import Settings
 from rag_lsp.embedding import shared_cache
 from rag_lsp.embedding.embedder import OnnxEmbedder
 from rag_lsp.embedding.model_files import find_model
 from rag_lsp.embedding.tokenizer import ModelTokenCounter
 from rag_lsp.workspace import Workspace
+
+# Tables are read as the `rag-lsp` command reads them: LanceDB's read-ahead capped (Lance
+# reads the variable once, at its first scan).
+memory.cap_lance_read_ahead()
 
 # The shared embedding cache lives in the user's cache folder: tests never touch the real one.
 # Session-scoped fixtures use this folder; each test gets an empty one of its own (below), so

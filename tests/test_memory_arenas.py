@@ -137,16 +137,38 @@ def test_large_buffers_go_back_to_the_system_when_freed():
     assert grown > 40 and held < 4
 
 
-def test_the_command_limits_the_heaps_before_anything_else(monkeypatch):
+def test_the_command_sets_up_the_process_before_anything_else(monkeypatch):
     order = []
-    monkeypatch.setattr(cli_main, "limit_malloc_arenas", lambda: order.append("limit"))
-    monkeypatch.setattr(cli_main, "map_large_allocations", lambda: order.append("map"))
-    monkeypatch.setattr(cli_main, "arrow_on_system_allocator", lambda: order.append("arrow"))
+    monkeypatch.setattr(cli_main, "set_up_process", lambda: order.append("set up"))
     real_parser = cli_main.build_parser
     monkeypatch.setattr(cli_main, "build_parser", lambda: order.append("parser") or
                         real_parser())
     cli_main.main([])  # no command: prints the help
-    assert order[:4] == ["limit", "map", "arrow", "parser"]
+    assert order[:2] == ["set up", "parser"]
+
+
+def test_setting_up_the_process_runs_every_part_in_order(monkeypatch):
+    order = []
+    for name in ("limit_malloc_arenas", "map_large_allocations", "arrow_on_system_allocator",
+                 "cap_lance_read_ahead"):
+        monkeypatch.setattr(memory, name, lambda name=name: order.append(name))
+    memory.set_up_process()
+    assert order == ["limit_malloc_arenas", "map_large_allocations",
+                     "arrow_on_system_allocator", "cap_lance_read_ahead"]
+
+
+@pytest.mark.parametrize(("user_choice", "value"), [
+    (None, str(memory.LANCE_READ_AHEAD_BYTES)),
+    ("0", "0"),  # the user's choice stands (0: no cap at all)
+])
+def test_lancedb_reads_ahead_at_most_the_cap_unless_the_user_chose(monkeypatch, user_choice,
+                                                                 value):
+    monkeypatch.delenv(memory.LANCE_READ_AHEAD_VARIABLE, raising=False)
+    if user_choice is not None:
+        monkeypatch.setenv(memory.LANCE_READ_AHEAD_VARIABLE, user_choice)
+    memory.cap_lance_read_ahead()
+    assert os.environ[memory.LANCE_READ_AHEAD_VARIABLE] == value
+    assert memory.LANCE_READ_AHEAD_BYTES < 2 ** 31  # below Lance's own default of 2 GiB
 
 
 ARROW_PROBE = """

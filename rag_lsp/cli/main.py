@@ -15,11 +15,7 @@ from rag_lsp.cli.console import IndexProgressBar, delayed_spinner, err
 from rag_lsp.config import Settings, load_settings
 from rag_lsp.errors import RagLspError
 from rag_lsp.indexing.progress import IndexReport
-from rag_lsp.memory import (
-    arrow_on_system_allocator,
-    limit_malloc_arenas,
-    map_large_allocations,
-)
+from rag_lsp.memory import set_up_process
 from rag_lsp.search.results import MODES, SearchFilters
 
 if TYPE_CHECKING:  # the engine (LanceDB, onnxruntime) loads when a command needs it
@@ -314,9 +310,7 @@ COMMANDS = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    limit_malloc_arenas()  # before any library starts its threads
-    map_large_allocations()  # before the first large buffer is freed
-    arrow_on_system_allocator()  # before pyarrow is imported
+    set_up_process()  # allocators and LanceDB's read-ahead, before anything uses them
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "--stdio":  # how many editors launch a language server
