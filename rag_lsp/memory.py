@@ -37,8 +37,8 @@ ARROW_POOL_VARIABLE = "ARROW_DEFAULT_MEMORY_POOL"
 # 569 (bench/reindex_memory.py --runs 2; bench/README.md, "A cap on LanceDB's read-ahead").
 # A local disk keeps up with far less: a scan of 100k vectors took ~0.3 s either way (+15%),
 # of their text no longer. 32 MiB rather than 8 (615 MB): the budget holds the largest
-# single read with room to spare (Lance lets a read larger than what is left through only
-# when nothing else is in flight).
+# single read with room to spare (Lance lets a read larger than what is left of the budget
+# through only when no read before it in the scan's order is in flight).
 LANCE_READ_AHEAD_VARIABLE = "LANCE_DEFAULT_IO_BUFFER_SIZE"
 LANCE_READ_AHEAD_BYTES = 32 * 1024 * 1024
 

@@ -159,7 +159,7 @@ def test_setting_up_the_process_runs_every_part_in_order(monkeypatch):
 
 @pytest.mark.parametrize(("user_choice", "value"), [
     (None, str(memory.LANCE_READ_AHEAD_BYTES)),
-    ("0", "0"),  # the user's choice stands (0: no cap at all)
+    ("268435456", "268435456"),  # the user's choice stands
 ])
 def test_lancedb_reads_ahead_at_most_the_cap_unless_the_user_chose(monkeypatch, user_choice,
                                                                  value):
