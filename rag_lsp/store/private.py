@@ -31,8 +31,12 @@ def private_dir(path: Path) -> Path:
     return path
 
 
-def write_private(path: Path, text: str) -> None:
-    """Write ``text`` to a new owner-only file (mode set at creation, never widened)."""
+def write_private(path: Path, text: str, *, durable: bool = False) -> None:
+    """Write ``text`` to a new owner-only file (mode set at creation, never widened);
+    ``durable``: on disk before this returns (synced through the handle that wrote it)."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
     with os.fdopen(fd, "w", encoding="utf-8") as out:
         out.write(text)
+        if durable:
+            out.flush()
+            os.fsync(out.fileno())

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from rag_lsp.store.private import PRIVATE_FILE
+from rag_lsp.store.private import write_private
 
 log = logging.getLogger(__name__)
 
@@ -86,12 +86,7 @@ def write_marker(table_dir: Path, marker: Replacing, *, durable: bool = False) -
     """Replace the marker whole: a reader sees the old one or the new one, never a part.
     ``durable``: on disk before this returns (the file and the rename)."""
     partial = table_dir / f".{MARKER_NAME}.tmp"
-    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
-    with os.fdopen(fd, "w", encoding="utf-8") as out:
-        out.write(json.dumps(marker.__dict__))
-        if durable:
-            out.flush()
-            os.fsync(out.fileno())
+    write_private(partial, json.dumps(marker.__dict__), durable=durable)
     os.replace(partial, table_dir / MARKER_NAME)
     if durable and os.name != "nt":  # the rename too (Windows opens no folder to sync)
         folder = os.open(table_dir, os.O_RDONLY)
