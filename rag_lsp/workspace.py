@@ -312,7 +312,16 @@ class Workspace:
             shared_cache=self._shared_cache(),
             draft=None if beside else self._draft,
             pause=self.priority.wait_turn,
+            before_optimize=self._release_bulk_session,
         )
+
+    def _release_bulk_session(self) -> None:
+        """Before a compaction: let go of the model's bulk session if no run is using it (the
+        next batch makes it again, ~0.6 s). Otherwise it would idle beside the compaction for
+        a minute: 226 MB in its child, while a compaction of 100k chunks adds ~190 MB to this
+        process (bench/README.md, "the bulk session let go before a compaction")."""
+        if self.embedder is not None:
+            self.embedder.close()
 
     def _shared_cache(self) -> EmbeddingCache | None:
         """The user's cache of computed vectors, if on (and the weights' hash is known: a
@@ -415,6 +424,7 @@ class Workspace:
                 store = self._open_store(for_writing=True)
                 store.ensure_fts_index()
                 if force or store.needs_optimize():
+                    self._release_bulk_session()
                     store.optimize()
             finally:
                 self._writer.release()

@@ -19,6 +19,8 @@ from rag_lsp.embedding import embedder as embedder_module
 from rag_lsp.embedding.bulk_worker import BatchInterrupted, BulkWorker, WorkerExited, _Calls
 from rag_lsp.embedding.embedder import OnnxEmbedder
 from rag_lsp.errors import ModelIntegrityError
+from rag_lsp.store.lance_store import MAX_FRAGMENTS, ChunkStore
+from tests.conftest import indexed_sample
 
 # The child is POSIX's (its stop pipe is an inherited descriptor); /proc is Linux's.
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
@@ -233,3 +235,54 @@ def test_the_child_exits_with_its_parent(model_files):
     while _alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive(pid)
+
+
+def test_compactions_start_once_the_idle_bulk_session_is_let_go(tmp_path, model_files,
+                                                                monkeypatch):
+    """A compaction of 100k chunks adds ~190 MB to the server; the bulk session, idle beside
+    it once a run has embedded everything, would hold 226 MB in its child for a minute more.
+    A run's closing compaction and the one the server asks for after edits end the child
+    first; the next batch starts another."""
+    embedder = OnnxEmbedder(model_files, index_threads=1, bulk_in_child=True)
+    workspace = indexed_sample(tmp_path, embedder)
+    at_compaction: list[tuple[bool, bool]] = []
+    real_optimize = ChunkStore.optimize
+
+    def optimize(store):
+        at_compaction.append((embedder.holds_bulk_session, _alive(children[-1])))
+        return real_optimize(store)
+
+    monkeypatch.setattr(ChunkStore, "optimize", optimize)
+    children: list[int] = []
+    root = workspace.root
+    try:
+        # Enough updates (a fragment each) that the next run's closing compaction is due.
+        for edit in range(MAX_FRAGMENTS + 1):
+            (root / f"src/sums_{edit}.py").write_text(
+                f"def total_{edit}(xs):\n    return sum(xs) + {edit}\n", encoding="utf-8")
+            workspace.update([f"src/sums_{edit}.py"])
+        (root / "src/ledger.py").write_text(
+            "def reconcile_ledger(rows):\n    return sum(rows)\n", encoding="utf-8")
+        real_embed = embedder.embed
+
+        def embed(texts, **kwargs):
+            vectors = real_embed(texts, **kwargs)
+            children.append(embedder._bulk.pid)
+            return vectors
+
+        monkeypatch.setattr(embedder, "embed", embed)
+        assert workspace.index().files_indexed == 1 and children
+        assert at_compaction == [(False, False)]
+
+        (root / "src/ledger.py").write_text(
+            "def reconcile_ledger(rows):\n    return sum(rows) - 1\n", encoding="utf-8")
+        workspace.update(["src/ledger.py"])  # a new child embeds it
+        assert embedder.holds_bulk_session and _alive(children[-1])
+        workspace.compact(force=True)
+        assert at_compaction == [(False, False)] * 2
+        # The edit is searchable, and the next batch has a session again.
+        hit = workspace.search("reconcile_ledger", top_k=1, mode="lexical").results[0]
+        assert hit.path == "src/ledger.py"
+        assert embedder.embed(TEXTS[:1]).shape == (1, 384) and embedder.holds_bulk_session
+    finally:
+        embedder.close()

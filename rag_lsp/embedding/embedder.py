@@ -305,13 +305,15 @@ class OnnxEmbedder:
         return self._bulk is not None
 
     def close(self) -> None:
-        """Let go of the bulk session now (with ``bulk_in_child``, end the child); the next
-        batch makes it again."""
+        """Let go of the bulk session now unless a batch is using it (with ``bulk_in_child``,
+        end the child; in this process, hand its memory back); the next batch makes it again."""
         with self._bulk_lock:
             if self._bulk_users or self._bulk is None:
                 return
             bulk, self._bulk = self._bulk, None
         bulk.close()
+        if not isinstance(bulk, BulkWorker):
+            return_freed_memory()
 
     def _batches(self, lengths: list[int], size: int) -> list[list[int]]:
         """Indices sorted by length, cut into batches within the size and token budget."""

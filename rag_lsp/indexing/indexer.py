@@ -145,13 +145,16 @@ class Indexer:
         shared_cache: EmbeddingCache | None = None,
         draft: DraftIndex | None = None,
         pause: Callable[[], None] = lambda: None,
+        before_optimize: Callable[[], None] = lambda: None,
     ):
         """``pause()`` is called before each file and each chunk of the Python work a run
         does (reading, chunking, deriving terms): it waits while searches run, so that on a
         small machine the run does not hold the interpreter a search needs (the model's
-        batches are interrupted separately, see ``embed``)."""
+        batches are interrupted separately, see ``embed``). ``before_optimize()`` is called
+        once a run has embedded everything and a compaction is due, before it starts."""
         self.root = root
         self._pause = pause
+        self._before_optimize = before_optimize
         # Re-chunk every file even if unchanged (the chunk settings changed).
         self.rechunk = rechunk
         self.settings = settings
@@ -417,6 +420,7 @@ class Indexer:
         # (written by an older rag-lsp, or grown past what its index was trained on), or
         # with writes that were never compacted.
         if self.store.needs_optimize():
+            self._before_optimize()
             self.store.optimize()
         report.chunks_total = self.store.count_chunks()
         report.seconds = time.monotonic() - started
