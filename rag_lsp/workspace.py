@@ -15,7 +15,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -312,16 +312,16 @@ class Workspace:
             shared_cache=self._shared_cache(),
             draft=None if beside else self._draft,
             pause=self.priority.wait_turn,
-            before_optimize=self._release_bulk_session,
+            around_optimize=self._bulk_session_set_aside,
         )
 
-    def _release_bulk_session(self) -> None:
-        """Before a compaction: let go of the model's bulk session if no run is using it (the
-        next batch makes it again, ~0.6 s). Otherwise it would idle beside the compaction for
-        a minute: 226 MB in its child, while a compaction of 100k chunks adds ~190 MB to this
-        process (bench/README.md, "the bulk session let go before a compaction")."""
-        if self.embedder is not None:
-            self.embedder.close()
+    def _bulk_session_set_aside(self) -> AbstractContextManager[object]:
+        """Around a compaction: the model's bulk session, idle between batches, is let go
+        and started again after (see ``OnnxEmbedder.bulk_session_set_aside``; bench/README.md,
+        "The bulk session set aside for compactions")."""
+        if self.embedder is None:
+            return nullcontext()
+        return self.embedder.bulk_session_set_aside()
 
     def _shared_cache(self) -> EmbeddingCache | None:
         """The user's cache of computed vectors, if on (and the weights' hash is known: a
@@ -424,8 +424,8 @@ class Workspace:
                 store = self._open_store(for_writing=True)
                 store.ensure_fts_index()
                 if force or store.needs_optimize():
-                    self._release_bulk_session()
-                    store.optimize()
+                    with self._bulk_session_set_aside():
+                        store.optimize()
             finally:
                 self._writer.release()
                 after_work()

@@ -19,7 +19,8 @@ from rag_lsp.embedding import embedder as embedder_module
 from rag_lsp.embedding.bulk_worker import BatchInterrupted, BulkWorker, WorkerExited, _Calls
 from rag_lsp.embedding.embedder import OnnxEmbedder
 from rag_lsp.errors import ModelIntegrityError
-from rag_lsp.store.lance_store import MAX_FRAGMENTS, ChunkStore
+from rag_lsp.indexing import indexer as indexer_module
+from rag_lsp.store.lance_store import ChunkStore
 from tests.conftest import indexed_sample
 
 # The child is POSIX's (its stop pipe is an inherited descriptor); /proc is Linux's.
@@ -237,52 +238,101 @@ def test_the_child_exits_with_its_parent(model_files):
     assert not _alive(pid)
 
 
-def test_compactions_start_once_the_idle_bulk_session_is_let_go(tmp_path, model_files,
-                                                                monkeypatch):
-    """A compaction of 100k chunks adds ~190 MB to the server; the bulk session, idle beside
-    it once a run has embedded everything, would hold 226 MB in its child for a minute more.
-    A run's closing compaction and the one the server asks for after edits end the child
-    first; the next batch starts another."""
-    embedder = OnnxEmbedder(model_files, index_threads=1, bulk_in_child=True)
-    workspace = indexed_sample(tmp_path, embedder)
-    at_compaction: list[tuple[bool, bool]] = []
-    real_optimize = ChunkStore.optimize
+class _AtCompaction:
+    """What each compaction found: whether the embedder held a bulk session, and whether the
+    child that embedded last was still alive."""
 
-    def optimize(store):
-        at_compaction.append((embedder.holds_bulk_session, _alive(children[-1])))
-        return real_optimize(store)
+    def __init__(self, embedder, monkeypatch):
+        self.embedder, self.seen, self.children = embedder, [], []
+        real_optimize, real_embed = ChunkStore.optimize, embedder.embed
 
-    monkeypatch.setattr(ChunkStore, "optimize", optimize)
-    children: list[int] = []
-    root = workspace.root
-    try:
-        # Enough updates (a fragment each) that the next run's closing compaction is due.
-        for edit in range(MAX_FRAGMENTS + 1):
-            (root / f"src/sums_{edit}.py").write_text(
-                f"def total_{edit}(xs):\n    return sum(xs) + {edit}\n", encoding="utf-8")
-            workspace.update([f"src/sums_{edit}.py"])
-        (root / "src/ledger.py").write_text(
-            "def reconcile_ledger(rows):\n    return sum(rows)\n", encoding="utf-8")
-        real_embed = embedder.embed
+        def optimize(store):
+            self.seen.append((embedder.holds_bulk_session, _alive(self.children[-1])))
+            return real_optimize(store)
 
         def embed(texts, **kwargs):
             vectors = real_embed(texts, **kwargs)
-            children.append(embedder._bulk.pid)
+            self.children.append(embedder._bulk.pid)
             return vectors
 
+        monkeypatch.setattr(ChunkStore, "optimize", optimize)
         monkeypatch.setattr(embedder, "embed", embed)
-        assert workspace.index().files_indexed == 1 and children
-        assert at_compaction == [(False, False)]
 
-        (root / "src/ledger.py").write_text(
-            "def reconcile_ledger(rows):\n    return sum(rows) - 1\n", encoding="utf-8")
-        workspace.update(["src/ledger.py"])  # a new child embeds it
-        assert embedder.holds_bulk_session and _alive(children[-1])
-        workspace.compact(force=True)
-        assert at_compaction == [(False, False)] * 2
-        # The edit is searchable, and the next batch has a session again.
-        hit = workspace.search("reconcile_ledger", top_k=1, mode="lexical").results[0]
-        assert hit.path == "src/ledger.py"
-        assert embedder.embed(TEXTS[:1]).shape == (1, 384) and embedder.holds_bulk_session
+    def started_again(self) -> int:
+        """The pid of the child started after the last compaction (waits for it)."""
+        deadline = time.monotonic() + 60
+        while not self.embedder.holds_bulk_session and time.monotonic() < deadline:
+            time.sleep(0.05)
+        with self.embedder._bulk_lock:  # made under the lock: complete once it is free
+            pid = self.embedder._bulk.pid
+        assert pid not in self.children and _alive(pid)
+        return pid
+
+
+def test_a_run_compacts_with_the_bulk_session_set_aside(tmp_path, model_files, monkeypatch):
+    """A compaction of 100k chunks adds ~190 MB to the server; the bulk session, idle between
+    batches, would hold its child's ~226 MB beside it. Each compaction of a run (every few
+    batches, and the closing one) ends the child first; the next batch embeds in a new one,
+    and after the run's last compaction one is started in the background."""
+    embedder = OnnxEmbedder(model_files, index_threads=1, bulk_in_child=True)
+    try:
+        workspace = indexed_sample(tmp_path, embedder)
+        monkeypatch.setattr(indexer_module, "WRITE_BATCH_CHUNKS", 1)  # a batch a file
+        monkeypatch.setattr(indexer_module, "OPTIMIZE_EVERY_BATCHES", 2)
+        at = _AtCompaction(embedder, monkeypatch)
+        for n in range(5):
+            (workspace.root / f"src/ledger_{n}.py").write_text(
+                f"def reconcile_ledger_{n}(rows):\n    return sum(rows) + {n}\n",
+                encoding="utf-8")
+        monkeypatch.setattr(ChunkStore, "needs_optimize", lambda store: True)
+        assert workspace.index().files_indexed == 5
+        # two during the run (after batches 2 and 4), one closing it; each with no child
+        assert at.seen == [(False, False)] * 3
+        assert len(set(at.children)) >= 3  # batches after a compaction had a new child
+        at.started_again()
+        hit = workspace.search("reconcile_ledger_4", top_k=1, mode="lexical").results[0]
+        assert hit.path == "src/ledger_4.py"
     finally:
         embedder.close()
+
+
+def test_a_settled_compaction_sets_the_bulk_session_aside(tmp_path, model_files, monkeypatch):
+    """The compaction the server asks for once edits settle, likewise; the next edit finds
+    a child started meanwhile."""
+    embedder = OnnxEmbedder(model_files, index_threads=1, bulk_in_child=True)
+    try:
+        workspace = indexed_sample(tmp_path, embedder)
+        at = _AtCompaction(embedder, monkeypatch)
+        path = workspace.root / "src/ledger.py"
+        path.write_text("def reconcile_ledger(rows):\n    return sum(rows)\n", encoding="utf-8")
+        workspace.update(["src/ledger.py"])
+        assert embedder.holds_bulk_session and _alive(at.children[-1])
+        workspace.compact(force=True)
+        assert at.seen == [(False, False)]
+        pid = at.started_again()
+        path.write_text("def reconcile_ledger(rows):\n    return sum(rows) - 1\n",
+                        encoding="utf-8")
+        workspace.update(["src/ledger.py"])
+        assert at.children[-1] == pid  # embedded by the child started after the compaction
+    finally:
+        embedder.close()
+
+
+def test_a_session_in_process_is_let_go_for_a_compaction_and_not_made_again(
+        tmp_path, model_files, monkeypatch):
+    """``rag-lsp index`` keeps the model in its own process: a compaction lets it go (its
+    memory handed back) and only the next batch makes it again."""
+    embedder = OnnxEmbedder(model_files, index_threads=1, bulk_in_child=False)
+    workspace = indexed_sample(tmp_path, embedder)
+    held: list[bool] = []
+    real_optimize = ChunkStore.optimize
+    monkeypatch.setattr(ChunkStore, "optimize",
+                        lambda store: held.append(embedder.holds_bulk_session)
+                        or real_optimize(store))
+    (workspace.root / "src/ledger.py").write_text("def ledger():\n    return 1\n",
+                                                  encoding="utf-8")
+    workspace.update(["src/ledger.py"])
+    assert embedder.holds_bulk_session
+    workspace.compact(force=True)
+    time.sleep(0.5)
+    assert held == [False] and not embedder.holds_bulk_session

@@ -12,6 +12,7 @@ import hashlib
 import logging
 import time
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -145,16 +146,16 @@ class Indexer:
         shared_cache: EmbeddingCache | None = None,
         draft: DraftIndex | None = None,
         pause: Callable[[], None] = lambda: None,
-        before_optimize: Callable[[], None] = lambda: None,
+        around_optimize: Callable[[], AbstractContextManager[object]] = nullcontext,
     ):
         """``pause()`` is called before each file and each chunk of the Python work a run
         does (reading, chunking, deriving terms): it waits while searches run, so that on a
         small machine the run does not hold the interpreter a search needs (the model's
-        batches are interrupted separately, see ``embed``). ``before_optimize()`` is called
-        once a run has embedded everything and a compaction is due, before it starts."""
+        batches are interrupted separately, see ``embed``). Each compaction runs inside
+        ``around_optimize()``, between two batches."""
         self.root = root
         self._pause = pause
-        self._before_optimize = before_optimize
+        self._around_optimize = around_optimize
         # Re-chunk every file even if unchanged (the chunk settings changed).
         self.rechunk = rechunk
         self.settings = settings
@@ -408,7 +409,8 @@ class Indexer:
         if self._draft is not None:  # the real chunks answer from now on (full text included)
             self._draft.discard(item.record.path for item in pending)
         if self._batches_written % OPTIMIZE_EVERY_BATCHES == 0:
-            self.store.optimize()
+            with self._around_optimize():
+                self.store.optimize()
 
     def _finish(self, report: IndexReport, started: float, notify: ProgressCallback) -> None:
         notify(IndexProgress("finish", message="building the full-text index"))
@@ -420,7 +422,7 @@ class Indexer:
         # (written by an older rag-lsp, or grown past what its index was trained on), or
         # with writes that were never compacted.
         if self.store.needs_optimize():
-            self._before_optimize()
-            self.store.optimize()
+            with self._around_optimize():
+                self.store.optimize()
         report.chunks_total = self.store.count_chunks()
         report.seconds = time.monotonic() - started
