@@ -312,13 +312,14 @@ class Workspace:
             shared_cache=self._shared_cache(),
             draft=None if beside else self._draft,
             pause=self.priority.wait_turn,
-            around_optimize=self._bulk_session_set_aside,
+            around_rewrite=self._bulk_session_set_aside,
         )
 
     def _bulk_session_set_aside(self) -> AbstractContextManager[object]:
-        """Around a compaction: the model's bulk session, idle between batches, is let go
-        and started again after (see ``OnnxEmbedder.bulk_session_set_aside``; bench/README.md,
-        "The bulk session set aside for compactions")."""
+        """Around the steps of a compaction that rewrite every row (the ANN index trained
+        again and the compaction after it): the model's bulk session, idle between batches, is
+        let go and started again after (see ``OnnxEmbedder.bulk_session_set_aside``;
+        bench/README.md, "The bulk session set aside while the ANN index is trained")."""
         if self.embedder is None:
             return nullcontext()
         return self.embedder.bulk_session_set_aside()
@@ -424,8 +425,7 @@ class Workspace:
                 store = self._open_store(for_writing=True)
                 store.ensure_fts_index()
                 if force or store.needs_optimize():
-                    with self._bulk_session_set_aside():
-                        store.optimize()
+                    store.optimize(self._bulk_session_set_aside)
             finally:
                 self._writer.release()
                 after_work()

@@ -20,6 +20,7 @@ from rag_lsp.embedding.bulk_worker import BatchInterrupted, BulkWorker, WorkerEx
 from rag_lsp.embedding.embedder import OnnxEmbedder
 from rag_lsp.errors import ModelIntegrityError
 from rag_lsp.indexing import indexer as indexer_module
+from rag_lsp.store import lance_store, vector_index
 from rag_lsp.store.lance_store import ChunkStore
 from tests.conftest import indexed_sample
 
@@ -238,28 +239,41 @@ def test_the_child_exits_with_its_parent(model_files):
     assert not _alive(pid)
 
 
-class _AtCompaction:
-    """What each compaction found: whether the embedder held a bulk session, and whether the
-    child that embedded last was still alive."""
+class _AtTraining:
+    """What each training of the ANN index found: whether the embedder held a bulk session,
+    and whether the child that embedded last was still alive; and the same for each
+    compaction."""
 
     def __init__(self, embedder, monkeypatch):
-        self.embedder, self.seen, self.children = embedder, [], []
-        real_optimize, real_embed = ChunkStore.optimize, embedder.embed
+        self.embedder, self.children = embedder, []
+        self.trainings: list[tuple[bool, bool]] = []
+        self.compactions: list[tuple[bool, bool]] = []
+        real_build, real_compact = lance_store.build_vector_index, ChunkStore._compact
+        real_embed = embedder.embed
 
-        def optimize(store):
-            self.seen.append((embedder.holds_bulk_session, _alive(self.children[-1])))
-            return real_optimize(store)
+        def build(table, rows):
+            self.trainings.append(self.state())
+            return real_build(table, rows)
+
+        def compact(store):
+            self.compactions.append(self.state())
+            return real_compact(store)
 
         def embed(texts, **kwargs):
             vectors = real_embed(texts, **kwargs)
-            self.children.append(embedder._bulk.pid)
+            self.children.append(embedder._bulk.pid if embedder.bulk_in_child else 0)
             return vectors
 
-        monkeypatch.setattr(ChunkStore, "optimize", optimize)
+        monkeypatch.setattr(lance_store, "build_vector_index", build)
+        monkeypatch.setattr(ChunkStore, "_compact", compact)
         monkeypatch.setattr(embedder, "embed", embed)
 
+    def state(self) -> tuple[bool, bool]:
+        last = self.children[-1] if self.children else 0
+        return self.embedder.holds_bulk_session, bool(last) and _alive(last)
+
     def started_again(self) -> int:
-        """The pid of the child started after the last compaction (waits for it)."""
+        """The pid of the child started after the training (waits for it)."""
         deadline = time.monotonic() + 60
         while not self.embedder.holds_bulk_session and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -269,70 +283,81 @@ class _AtCompaction:
         return pid
 
 
-def test_a_run_compacts_with_the_bulk_session_set_aside(tmp_path, model_files, monkeypatch):
-    """A compaction of 100k chunks adds ~190 MB to the server; the bulk session, idle between
-    batches, would hold its child's ~226 MB beside it. Each compaction of a run (every few
-    batches, and the closing one) ends the child first; the next batch embeds in a new one,
-    and after the run's last compaction one is started in the background."""
+def _write(root, name: str, body: str) -> None:
+    (root / name).write_text(body, encoding="utf-8")
+
+
+def test_the_ann_training_of_a_run_sets_the_bulk_session_aside(tmp_path, model_files,
+                                                               monkeypatch):
+    """Past 50k chunks the ANN index is trained again now and then, and the compaction after
+    it rewrites every row: +190 MB at 100k chunks, the highest peak of a large workspace,
+    while the bulk session, idle between batches, would hold its child's ~226 MB beside it.
+    The child is ended for those steps and started again after (the run's next batch embeds
+    in the new one); compactions that train nothing leave it alone (an edit saved then does
+    not wait for a new child)."""
     embedder = OnnxEmbedder(model_files, index_threads=1, bulk_in_child=True)
     try:
         workspace = indexed_sample(tmp_path, embedder)
+        monkeypatch.setattr(vector_index, "MATRIX_MAX_ROWS", 5)  # the sample is "large"
         monkeypatch.setattr(indexer_module, "WRITE_BATCH_CHUNKS", 1)  # a batch a file
         monkeypatch.setattr(indexer_module, "OPTIMIZE_EVERY_BATCHES", 2)
-        at = _AtCompaction(embedder, monkeypatch)
+        at = _AtTraining(embedder, monkeypatch)
         for n in range(5):
-            (workspace.root / f"src/ledger_{n}.py").write_text(
-                f"def reconcile_ledger_{n}(rows):\n    return sum(rows) + {n}\n",
-                encoding="utf-8")
-        monkeypatch.setattr(ChunkStore, "needs_optimize", lambda store: True)
+            _write(workspace.root, f"src/ledger_{n}.py",
+                   f"def reconcile_ledger_{n}(rows):\n    return sum(rows) + {n}\n")
         assert workspace.index().files_indexed == 5
-        # two during the run (after batches 2 and 4), one closing it; each with no child
-        assert at.seen == [(False, False)] * 3
-        assert len(set(at.children)) >= 3  # batches after a compaction had a new child
-        at.started_again()
+        # Trained after the second batch, with no child; the compaction before the training
+        # had one, the one after it none; later batches embedded in a new child.
+        assert at.trainings == [(False, False)]
+        assert at.compactions[:2] == [(True, True), (False, False)]
+        assert len(set(at.children)) == 2
+        pid = at.children[-1]
+        assert embedder.holds_bulk_session and embedder._bulk.pid == pid
+        # A compaction with nothing to train keeps the child.
+        _write(workspace.root, "src/ledger_0.py", "def reconcile_ledger_0(rows):\n    return 0\n")
+        workspace.update(["src/ledger_0.py"])
+        workspace.compact(force=True)
+        assert at.trainings == [(False, False)] and at.compactions[-1] == (True, True)
+        assert embedder._bulk.pid == pid
         hit = workspace.search("reconcile_ledger_4", top_k=1, mode="lexical").results[0]
         assert hit.path == "src/ledger_4.py"
     finally:
         embedder.close()
 
 
-def test_a_settled_compaction_sets_the_bulk_session_aside(tmp_path, model_files, monkeypatch):
-    """The compaction the server asks for once edits settle, likewise; the next edit finds
-    a child started meanwhile."""
+def test_a_settled_compaction_that_trains_sets_the_bulk_session_aside(tmp_path, model_files,
+                                                                     monkeypatch):
+    """The compaction the server asks for once edits settle, likewise; a child is started
+    again in the background, and the next edit embeds in it."""
     embedder = OnnxEmbedder(model_files, index_threads=1, bulk_in_child=True)
     try:
         workspace = indexed_sample(tmp_path, embedder)
-        at = _AtCompaction(embedder, monkeypatch)
-        path = workspace.root / "src/ledger.py"
-        path.write_text("def reconcile_ledger(rows):\n    return sum(rows)\n", encoding="utf-8")
+        at = _AtTraining(embedder, monkeypatch)
+        _write(workspace.root, "src/ledger.py", "def reconcile_ledger(rows):\n    return 1\n")
         workspace.update(["src/ledger.py"])
         assert embedder.holds_bulk_session and _alive(at.children[-1])
-        workspace.compact(force=True)
-        assert at.seen == [(False, False)]
+        monkeypatch.setattr(vector_index, "MATRIX_MAX_ROWS", 5)  # now past the size
+        workspace.compact()
+        assert at.trainings == [(False, False)]
         pid = at.started_again()
-        path.write_text("def reconcile_ledger(rows):\n    return sum(rows) - 1\n",
-                        encoding="utf-8")
+        _write(workspace.root, "src/ledger.py", "def reconcile_ledger(rows):\n    return 2\n")
         workspace.update(["src/ledger.py"])
-        assert at.children[-1] == pid  # embedded by the child started after the compaction
+        assert at.children[-1] == pid  # embedded by the child started after the training
     finally:
         embedder.close()
 
 
-def test_a_session_in_process_is_let_go_for_a_compaction_and_not_made_again(
+def test_a_session_in_process_is_let_go_for_a_training_and_not_made_again(
         tmp_path, model_files, monkeypatch):
-    """``rag-lsp index`` keeps the model in its own process: a compaction lets it go (its
+    """``rag-lsp index`` keeps the model in its own process: the training lets it go (its
     memory handed back) and only the next batch makes it again."""
     embedder = OnnxEmbedder(model_files, index_threads=1, bulk_in_child=False)
     workspace = indexed_sample(tmp_path, embedder)
-    held: list[bool] = []
-    real_optimize = ChunkStore.optimize
-    monkeypatch.setattr(ChunkStore, "optimize",
-                        lambda store: held.append(embedder.holds_bulk_session)
-                        or real_optimize(store))
-    (workspace.root / "src/ledger.py").write_text("def ledger():\n    return 1\n",
-                                                  encoding="utf-8")
+    at = _AtTraining(embedder, monkeypatch)
+    _write(workspace.root, "src/ledger.py", "def ledger():\n    return 1\n")
     workspace.update(["src/ledger.py"])
     assert embedder.holds_bulk_session
-    workspace.compact(force=True)
+    monkeypatch.setattr(vector_index, "MATRIX_MAX_ROWS", 5)
+    workspace.compact()
     time.sleep(0.5)
-    assert held == [False] and not embedder.holds_bulk_session
+    assert at.trainings == [(False, False)] and not embedder.holds_bulk_session

@@ -7,11 +7,12 @@ Vectors are clustered (as real embeddings are) and unit length.
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 
 import numpy as np
 import pytest
 
-from rag_lsp.store import vector_index
+from rag_lsp.store import lance_store, vector_index
 from rag_lsp.store.lance_store import ChunkStore, FileRecord
 from rag_lsp.store.sql import in_list
 from rag_lsp.store.vector_index import index_segments, trained_rows
@@ -53,6 +54,32 @@ def large_store(tmp_path, monkeypatch):
 def exact_ids(vectors: np.ndarray, query: np.ndarray, limit: int) -> list[str]:
     order = np.argsort(-(vectors @ query))[:limit]
     return [f"pkg/m{i // 100}.py#{i}" for i in order]
+
+
+def test_the_training_and_the_compaction_after_it_run_inside_the_callers_context(
+        large_store, monkeypatch):
+    """The steps that rewrite every row run inside ``around_rewrite`` (the workspace sets
+    the model's bulk session aside there); the compaction before them, and an optimize with
+    nothing to train, do not."""
+    store, _vectors, _rng = large_store
+    steps: list[str] = []
+    real_build, real_compact = lance_store.build_vector_index, ChunkStore._compact  # noqa: SLF001
+    monkeypatch.setattr(lance_store, "build_vector_index",
+                        lambda table, rows: steps.append("train") or real_build(table, rows))
+    monkeypatch.setattr(ChunkStore, "_compact",
+                        lambda self: steps.append("compact") or real_compact(self))
+
+    @contextmanager
+    def around_rewrite():
+        steps.append("set aside")
+        yield
+        steps.append("back")
+
+    store.optimize(around_rewrite)
+    assert steps == ["compact", "set aside", "train", "compact", "back"]
+    steps.clear()
+    store.optimize(around_rewrite)
+    assert steps == ["compact"]
 
 
 def test_past_the_size_optimize_builds_the_index_and_searches_use_it(large_store):

@@ -320,11 +320,12 @@ class OnnxEmbedder:
 
     @contextmanager
     def bulk_session_set_aside(self) -> Iterator[None]:
-        """Around a step that needs the memory more than an idle bulk session does (a
-        compaction: +190 MB at 100k chunks, beside the child's ~226): the session is let go
-        first unless a batch is using it, and a child is started again after, in the
-        background, so the next batch (a run's, an edit's) does not wait ~0.6 s for one. A
-        session in this process is made again only by the next batch."""
+        """Around a step that needs the memory more than an idle bulk session does (the ANN
+        index trained again and the compaction after it: +190 MB at 100k chunks, beside the
+        child's ~226): the session is let go first unless a batch is using it, and a child is
+        started again after, in the background, so the next batch (a run's, an edit's) does
+        not wait ~0.6 s for one. A session in this process is made again only by the next
+        batch."""
         released = self.close()
         try:
             yield

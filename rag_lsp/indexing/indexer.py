@@ -146,16 +146,16 @@ class Indexer:
         shared_cache: EmbeddingCache | None = None,
         draft: DraftIndex | None = None,
         pause: Callable[[], None] = lambda: None,
-        around_optimize: Callable[[], AbstractContextManager[object]] = nullcontext,
+        around_rewrite: Callable[[], AbstractContextManager[object]] = nullcontext,
     ):
         """``pause()`` is called before each file and each chunk of the Python work a run
         does (reading, chunking, deriving terms): it waits while searches run, so that on a
         small machine the run does not hold the interpreter a search needs (the model's
-        batches are interrupted separately, see ``embed``). Each compaction runs inside
-        ``around_optimize()``, between two batches."""
+        batches are interrupted separately, see ``embed``). ``around_rewrite`` goes to each
+        ``ChunkStore.optimize`` (between two batches, or at the end)."""
         self.root = root
         self._pause = pause
-        self._around_optimize = around_optimize
+        self._around_rewrite = around_rewrite
         # Re-chunk every file even if unchanged (the chunk settings changed).
         self.rechunk = rechunk
         self.settings = settings
@@ -409,8 +409,7 @@ class Indexer:
         if self._draft is not None:  # the real chunks answer from now on (full text included)
             self._draft.discard(item.record.path for item in pending)
         if self._batches_written % OPTIMIZE_EVERY_BATCHES == 0:
-            with self._around_optimize():
-                self.store.optimize()
+            self.store.optimize(self._around_rewrite)
 
     def _finish(self, report: IndexReport, started: float, notify: ProgressCallback) -> None:
         notify(IndexProgress("finish", message="building the full-text index"))
@@ -422,7 +421,6 @@ class Indexer:
         # (written by an older rag-lsp, or grown past what its index was trained on), or
         # with writes that were never compacted.
         if self.store.needs_optimize():
-            with self._around_optimize():
-                self.store.optimize()
+            self.store.optimize(self._around_rewrite)
         report.chunks_total = self.store.count_chunks()
         report.seconds = time.monotonic() - started

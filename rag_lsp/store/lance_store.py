@@ -16,7 +16,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -851,22 +851,27 @@ class ChunkStore:
 
     @_reports_damage
     @_recorded
-    def optimize(self) -> None:
+    def optimize(self, around_rewrite: Callable[[], AbstractContextManager[object]]
+                 = nullcontext) -> None:
         """Compact files, fold new rows into indexes and drop old versions (after bursts);
         then (re)build the ANN index when the table is past MATRIX_MAX_ROWS chunks and has
         none or has outgrown the rows it was trained on, or when edits have left it in too
         many segments (see rag_lsp.store.vector_index), and compact again: LanceDB does not merge
         fragments that different segments cover, so the first compaction goes only as far
         as the segments let it (training took 1.7 s on 100k chunks compacted, 15.5 s on the
-        26 fragments, and their deleted rows, that 25 segments had kept apart)."""
+        26 fragments, and their deleted rows, that 25 segments had kept apart).
+        The training and that second compaction, which rewrites every row (the highest peak
+        of memory at 100k chunks), run inside ``around_rewrite()``: the caller's chance to
+        set other memory aside."""
         with self._write_lock:
             self._settle_replace()
             with self._moving_rows():
                 self._compact()
                 rows, trained, segments = self._training_state()
                 if needs_training(rows, trained, segments):
-                    build_vector_index(self._chunks, rows)
-                    self._compact()
+                    with around_rewrite():
+                        build_vector_index(self._chunks, rows)
+                        self._compact()
 
     def _compact(self) -> None:
         for table in (self._chunks, self._files):
