@@ -19,9 +19,10 @@ from rag_lsp.embedding.model_files import find_model
 from rag_lsp.embedding.tokenizer import ModelTokenCounter
 from rag_lsp.workspace import Workspace
 
-# Tables are read as the `rag-lsp` command reads them: LanceDB's read-ahead capped (Lance
-# reads the variable once, at its first scan).
+# Tables are read as the `rag-lsp` command reads them: LanceDB's read-ahead and scan batches
+# capped (Lance reads the first variable once, at its first scan).
 memory.cap_lance_read_ahead()
+memory.cap_lance_scan_batches()
 
 # The shared embedding cache lives in the user's cache folder: tests never touch the real one.
 # Session-scoped fixtures use this folder; each test gets an empty one of its own (below), so

@@ -150,11 +150,12 @@ def test_the_command_sets_up_the_process_before_anything_else(monkeypatch):
 def test_setting_up_the_process_runs_every_part_in_order(monkeypatch):
     order = []
     for name in ("limit_malloc_arenas", "map_large_allocations", "arrow_on_system_allocator",
-                 "cap_lance_read_ahead"):
+                 "cap_lance_read_ahead", "cap_lance_scan_batches"):
         monkeypatch.setattr(memory, name, lambda name=name: order.append(name))
     memory.set_up_process()
     assert order == ["limit_malloc_arenas", "map_large_allocations",
-                     "arrow_on_system_allocator", "cap_lance_read_ahead"]
+                     "arrow_on_system_allocator", "cap_lance_read_ahead",
+                     "cap_lance_scan_batches"]
 
 
 @pytest.mark.parametrize(("user_choice", "value"), [
@@ -169,6 +170,21 @@ def test_lancedb_reads_ahead_at_most_the_cap_unless_the_user_chose(monkeypatch, 
     memory.cap_lance_read_ahead()
     assert os.environ[memory.LANCE_READ_AHEAD_VARIABLE] == value
     assert memory.LANCE_READ_AHEAD_BYTES < 2 ** 31  # below Lance's own default of 2 GiB
+
+
+@pytest.mark.parametrize(("user_choice", "value"), [
+    (None, str(memory.LANCE_BATCH_ROWS)),
+    ("8192", "8192"),  # the user's choice stands
+])
+def test_lancedb_scans_in_batches_of_the_cap_unless_the_user_chose(monkeypatch, user_choice,
+                                                                  value):
+    monkeypatch.delenv(memory.LANCE_BATCH_ROWS_VARIABLE, raising=False)
+    if user_choice is not None:
+        monkeypatch.setenv(memory.LANCE_BATCH_ROWS_VARIABLE, user_choice)
+    memory.cap_lance_scan_batches()
+    assert os.environ[memory.LANCE_BATCH_ROWS_VARIABLE] == value
+    assert memory.LANCE_BATCH_ROWS < 8192  # below Lance's own default
+
 
 
 ARROW_PROBE = """
