@@ -5,8 +5,10 @@ largest batch (~60–110 MB more) and keeps it. In a language server that sits b
 editor for days, that is most of its memory while it indexes (bench/index_workspace.py). In
 a child the server holds only the query's session; the child runs at the background
 priority as a whole process (every thread onnxruntime starts) and exits once idle, handing
-everything back. The cost: ~60 MB for the child's own interpreter while it lives, ~0.6 s to
-start it, and a copy of each batch's ids and vectors through a pipe (~0.1 ms a batch).
+everything back (the embedder also ends it while the ANN index is trained, and starts one
+again after: ``OnnxEmbedder.bulk_session_set_aside``). The cost: ~60 MB for the child's own
+interpreter while it lives, ~0.6 s to start it, and a copy of each batch's ids and vectors
+through a pipe (~0.1 ms a batch).
 
 Both ends are here, so the wire format is in one place:
 
