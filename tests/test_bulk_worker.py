@@ -277,8 +277,8 @@ class _AtTraining:
         deadline = time.monotonic() + 60
         while not self.embedder.holds_bulk_session and time.monotonic() < deadline:
             time.sleep(0.05)
-        with self.embedder._bulk_lock:  # made under the lock: complete once it is free
-            pid = self.embedder._bulk.pid
+        assert self.embedder.holds_bulk_session, "no child started after the training"
+        pid = self.embedder._bulk.pid
         assert pid not in self.children and _alive(pid)
         return pid
 
@@ -354,10 +354,56 @@ def test_a_session_in_process_is_let_go_for_a_training_and_not_made_again(
     embedder = OnnxEmbedder(model_files, index_threads=1, bulk_in_child=False)
     workspace = indexed_sample(tmp_path, embedder)
     at = _AtTraining(embedder, monkeypatch)
+    restarts: list[int] = []
+    monkeypatch.setattr(embedder, "_restart_bulk", restarts.append)
     _write(workspace.root, "src/ledger.py", "def ledger():\n    return 1\n")
     workspace.update(["src/ledger.py"])
     assert embedder.holds_bulk_session
     monkeypatch.setattr(vector_index, "MATRIX_MAX_ROWS", 5)
     workspace.compact()
-    time.sleep(0.5)
     assert at.trainings == [(False, False)] and not embedder.holds_bulk_session
+    assert restarts == []
+
+
+def test_a_session_in_use_is_not_set_aside(child_embedder, monkeypatch):
+    """A batch under way (another folder's: they share the embedder) keeps its child, and
+    nothing is started after."""
+    child_embedder.embed(TEXTS[:1])
+    pid = child_embedder._bulk.pid
+    restarts: list[int] = []
+    monkeypatch.setattr(child_embedder, "_restart_bulk", restarts.append)
+    child_embedder._take_bulk()  # as a batch does while it runs
+    try:
+        with child_embedder.bulk_session_set_aside():
+            assert child_embedder._bulk.pid == pid and _alive(pid)
+    finally:
+        child_embedder._put_bulk()
+    assert restarts == [] and child_embedder._bulk.pid == pid
+
+
+def test_a_close_during_the_step_keeps_the_child_from_starting_again(model_files, monkeypatch):
+    """Let go for good meanwhile (a server shutting down): nothing is started after; without
+    that close, a child is."""
+    embedder = OnnxEmbedder(model_files, index_threads=1, bulk_in_child=True)
+    started: list[bool] = []
+    real_restart = embedder._restart_bulk
+    monkeypatch.setattr(embedder, "_restart_bulk",
+                        lambda closes: real_restart(closes) or started.append(
+                            embedder.holds_bulk_session))
+
+    def set_aside(close_meanwhile: bool) -> bool:
+        embedder.embed(TEXTS[:1])
+        with embedder.bulk_session_set_aside():
+            assert not embedder.holds_bulk_session
+            if close_meanwhile:
+                embedder.close()
+        deadline = time.monotonic() + 60
+        while not started and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return started.pop()
+
+    try:
+        assert set_aside(close_meanwhile=True) is False
+        assert set_aside(close_meanwhile=False) is True
+    finally:
+        embedder.close()

@@ -150,6 +150,9 @@ class OnnxEmbedder:
         self._bulk_users = 0
         self._bulk_last_used = time.monotonic()
         self._bulk_timer: threading.Timer | None = None
+        # Counts close() calls: a child started again after a set-aside gives up if the
+        # session was let go meanwhile (see bulk_session_set_aside).
+        self._bulk_closes = 0
         # Loading a session now checks the model: the bulk one (unused, it goes after a
         # while), or with the bulk session in a child, the query's, which a server makes
         # anyway.
@@ -310,6 +313,7 @@ class OnnxEmbedder:
         end the child; in this process, hand its memory back); the next batch makes it again.
         Whether there was one to let go."""
         with self._bulk_lock:
+            self._bulk_closes += 1
             if self._bulk_users or self._bulk is None:
                 return False
             bulk, self._bulk = self._bulk, None
@@ -325,22 +329,42 @@ class OnnxEmbedder:
         child's ~226): the session is let go first unless a batch is using it, and a child is
         started again after, in the background, so the next batch (a run's, an edit's) does
         not wait ~0.6 s for one. A session in this process is made again only by the next
-        batch."""
-        released = self.close()
+        batch. (Folders of one server share the embedder: a batch of another folder during
+        the step starts a child of its own.)"""
+        # Never the step's failure: an error here is logged, and the step runs regardless
+        # (a caller such as ChunkStore.optimize reports its own errors as a damaged index).
+        try:
+            released = self.close()
+        except Exception:
+            log.warning("could not let the embedding session go", exc_info=True)
+            released = False
+        closes = self._bulk_closes  # a close() after this one: the restart gives up
         try:
             yield
         finally:
             if released and self.bulk_in_child:
-                threading.Thread(target=self._restart_bulk, name="rag-lsp-bulk-restart",
-                                 daemon=True).start()
+                try:
+                    threading.Thread(target=self._restart_bulk, args=(closes,),
+                                     name="rag-lsp-bulk-restart", daemon=True).start()
+                except RuntimeError as exc:  # no thread to be had: the next batch starts it
+                    log.debug("embedding process not started again: %s", exc)
 
-    def _restart_bulk(self) -> None:
-        try:
-            self._take_bulk()
-        except Exception as exc:  # the next batch tries again, and reports what is wrong
-            log.debug("embedding process not started again: %s", exc)
-            return
-        self._put_bulk()  # the idle clock starts: unused, it goes again
+    def _restart_bulk(self, closes: int) -> None:
+        """Start the child again, unless a batch did already or the session was let go
+        since (``closes`` is the count of close() calls the set-aside saw). Only a child: if
+        one cannot start, the next batch finds out (and falls back to this process)."""
+        with self._bulk_lock:
+            if self._bulk is not None or self._bulk_closes != closes:
+                return
+            try:
+                self._bulk = BulkWorker(self.files.onnx_path, self.index_threads, self.dimension)
+            except Exception as exc:
+                log.debug("embedding process not started again: %s", exc)
+                return
+            self._bulk_last_used = time.monotonic()  # the idle clock starts: unused, it goes
+            if self._bulk_timer is not None:
+                self._bulk_timer.cancel()
+            self._release_bulk_later(BULK_IDLE_SECONDS)
 
     def _batches(self, lengths: list[int], size: int) -> list[list[int]]:
         """Indices sorted by length, cut into batches within the size and token budget."""
