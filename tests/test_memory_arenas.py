@@ -158,33 +158,25 @@ def test_setting_up_the_process_runs_every_part_in_order(monkeypatch):
                      "cap_lance_scan_batches"]
 
 
-@pytest.mark.parametrize(("user_choice", "value"), [
-    (None, str(memory.LANCE_READ_AHEAD_BYTES)),
-    ("268435456", "268435456"),  # the user's choice stands
-])
-def test_lancedb_reads_ahead_at_most_the_cap_unless_the_user_chose(monkeypatch, user_choice,
-                                                                 value):
-    monkeypatch.delenv(memory.LANCE_READ_AHEAD_VARIABLE, raising=False)
+# Each Lance setting the command caps, with Lance's own default (which the cap is below).
+LANCE_CAPS = [
+    (memory.cap_lance_read_ahead, memory.LANCE_READ_AHEAD_VARIABLE,
+     memory.LANCE_READ_AHEAD_BYTES, 2 ** 31),
+    (memory.cap_lance_scan_batches, memory.LANCE_BATCH_ROWS_VARIABLE, memory.LANCE_BATCH_ROWS,
+     8192),
+]
+
+
+@pytest.mark.parametrize(("cap", "variable", "ours", "lances"), LANCE_CAPS)
+@pytest.mark.parametrize("user_choice", [None, "268435456"])  # a user's choice stands
+def test_lancedb_settings_are_capped_unless_the_user_chose(monkeypatch, cap, variable, ours,
+                                                           lances, user_choice):
+    monkeypatch.delenv(variable, raising=False)
     if user_choice is not None:
-        monkeypatch.setenv(memory.LANCE_READ_AHEAD_VARIABLE, user_choice)
-    memory.cap_lance_read_ahead()
-    assert os.environ[memory.LANCE_READ_AHEAD_VARIABLE] == value
-    assert memory.LANCE_READ_AHEAD_BYTES < 2 ** 31  # below Lance's own default of 2 GiB
-
-
-@pytest.mark.parametrize(("user_choice", "value"), [
-    (None, str(memory.LANCE_BATCH_ROWS)),
-    ("8192", "8192"),  # the user's choice stands
-])
-def test_lancedb_scans_in_batches_of_the_cap_unless_the_user_chose(monkeypatch, user_choice,
-                                                                  value):
-    monkeypatch.delenv(memory.LANCE_BATCH_ROWS_VARIABLE, raising=False)
-    if user_choice is not None:
-        monkeypatch.setenv(memory.LANCE_BATCH_ROWS_VARIABLE, user_choice)
-    memory.cap_lance_scan_batches()
-    assert os.environ[memory.LANCE_BATCH_ROWS_VARIABLE] == value
-    assert memory.LANCE_BATCH_ROWS < 8192  # below Lance's own default
-
+        monkeypatch.setenv(variable, user_choice)
+    cap()
+    assert os.environ[variable] == (user_choice or str(ours))
+    assert ours < lances
 
 
 ARROW_PROBE = """
