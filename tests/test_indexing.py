@@ -177,7 +177,7 @@ def test_an_edit_leaves_its_fragment_until_a_compaction_is_due(workspace, sample
     compactions = []
     real_optimize = ChunkStore.optimize
     monkeypatch.setattr(ChunkStore, "optimize",
-                        lambda store: compactions.append(1) or real_optimize(store))
+                        lambda store, *args: compactions.append(1) or real_optimize(store, *args))
     start = fragments(workspace)
     (sample_root / "src/ledger.py").write_text(
         "def reconcile_quarterly_ledger(rows):\n    return sum(rows)\n", encoding="utf-8")
