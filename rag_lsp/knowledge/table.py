@@ -22,6 +22,7 @@ from rag_lsp.errors import IndexBusyError, IndexCorruptError, IndexMismatchError
 from rag_lsp.knowledge.entries import KnowledgeEntry, anchors_to_json
 from rag_lsp.store.failures import transient_failure
 from rag_lsp.store.integrity import FileDigests
+from rag_lsp.store.lance_caches import connect, index_cache_bytes, new_session
 from rag_lsp.store.private import private_dir
 from rag_lsp.store.sql import in_list
 
@@ -130,10 +131,9 @@ class KnowledgeTable:
             try:
                 if self._db is None:
                     private_dir(self.index_dir)
-                    # Interval 0: every read sees other writers' (e.g. the CLI's) commits.
-                    self._db = lancedb.connect(
-                        str(self.index_dir), read_consistency_interval=timedelta(0)
-                    )
+                    # Interval 0: every read sees other writers' (e.g. the CLI's) commits;
+                    # caches bounded as the chunks' are (entries are few, versions many).
+                    self._db = connect(self.index_dir, new_session(index_cache_bytes(0)))
                 if KNOWLEDGE in self._db.list_tables().tables:
                     self._table = self._checked(self._db.open_table(KNOWLEDGE))
                 elif create:

@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
-import lancedb
 import numpy as np
 import pyarrow as pa
 from lancedb.index import FTS
@@ -29,6 +28,7 @@ from lancedb.index import FTS
 from rag_lsp.errors import IndexCorruptError
 from rag_lsp.store.failures import transient_failure
 from rag_lsp.store.integrity import FileDigests
+from rag_lsp.store.lance_caches import connect, index_cache_bytes, new_session, outgrown
 from rag_lsp.store.lance_queries import nearest_rows, text_rows
 from rag_lsp.store.manifest import REBUILD_HINT
 from rag_lsp.store.private import private_dir
@@ -216,9 +216,10 @@ class ChunkStore:
         self._digests = FileDigests(index_dir, (f"{CHUNKS}.lance", f"{FILES}.lance"))
         try:
             private_dir(index_dir)
-            # Interval 0: each read checks for a newer version (a cheap file listing), so a
-            # process that reads follows one that writes.
-            self._db = lancedb.connect(str(index_dir), read_consistency_interval=timedelta(0))
+            # Bounded caches (see lance_caches), sized again below once the rows are known.
+            self._cache_bytes = index_cache_bytes(0)
+            self._session = new_session(self._cache_bytes)
+            self._db = connect(index_dir, self._session)
             names = set(self._db.list_tables().tables)
             if create:
                 self._chunks = self._db.create_table(CHUNKS, schema=chunk_schema(dim))
@@ -252,6 +253,7 @@ class ChunkStore:
             self._reads = 0
             self._read_version: int | None = None
             self._read_version_lock = threading.Lock()
+            self._fit_caches()
         except (OSError, ValueError, RuntimeError) as exc:
             raise IndexCorruptError(
                 f"the index at {index_dir} cannot be opened ({exc}). {REBUILD_HINT}"
@@ -259,6 +261,30 @@ class ChunkStore:
 
     def _chunks_dir(self) -> Path:
         return self.index_dir / f"{CHUNKS}.lance"
+
+    def cached_bytes(self) -> int:
+        """What LanceDB holds in this store's caches now (at most its index cache, sized to
+        the rows, and the metadata cache: see :mod:`rag_lsp.store.lance_caches`)."""
+        return self._session.size_bytes
+
+    def _fit_caches(self, *, stale: bool = False) -> None:
+        """Connect again, with empty LanceDB caches sized to the chunks table (see
+        :mod:`rag_lsp.store.lance_caches`), when the ones there are hold ``stale`` entries
+        (the writer, after a compaction wrote new index files: the caller holds the write
+        lock) or have become too small for the rows (the writer then too, or the store
+        being opened). Reads under way finish on the handles they took, the next ones
+        check the new handle out at their version."""
+        rows = self._chunks.count_rows()
+        if not (stale or outgrown(self._cache_bytes, rows)) or self.moved():
+            return
+        cache_bytes = max(self._cache_bytes, index_cache_bytes(rows))
+        session = new_session(cache_bytes)
+        db = connect(self.index_dir, session)
+        chunks, files, view = db.open_table(CHUNKS), db.open_table(FILES), db.open_table(CHUNKS)
+        with self._view_lock:
+            self._db, self._chunks, self._files, self._view = db, chunks, files, view
+            self._view_at = None
+            self._session, self._cache_bytes = session, cache_bytes
 
     def moved(self) -> bool:
         """True once the chunks table's folder is not the one this object opened: a rebuild
@@ -862,9 +888,11 @@ class ChunkStore:
         26 fragments, and their deleted rows, that 25 segments had kept apart).
         The training and that second compaction, which rewrites every row (the highest peak
         of memory at 100k chunks), run inside ``around_rewrite()``: the caller's chance to
-        set other memory aside."""
+        set other memory aside. Then the store connects again, with empty caches: what
+        LanceDB cached of the versions before is of no more use (see lance_caches)."""
         with self._write_lock:
             self._settle_replace()
+            before = self._chunks.version
             with self._moving_rows():
                 self._compact()
                 rows, trained, segments = self._training_state()
@@ -872,6 +900,7 @@ class ChunkStore:
                     with around_rewrite():
                         build_vector_index(self._chunks, rows)
                         self._compact()
+            self._fit_caches(stale=self._chunks.version != before)
 
     def _compact(self) -> None:
         for table in (self._chunks, self._files):

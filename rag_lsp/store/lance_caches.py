@@ -1,0 +1,72 @@
+"""What LanceDB may cache for one index: bounded, sized to the index, and let go of after
+each compaction.
+
+LanceDB caches what it has opened, per connection: index data (an IVF partition's 8-bit
+vectors, a full-text index's postings) up to 6 GiB and file metadata (manifests, fragments,
+deletion files) up to 1 GiB, unless told otherwise. Its entries are keyed by index file and
+table version, and every compaction writes new index files (a new segment of the ANN index,
+the full-text indexes merged again) and new versions. So a long-running server kept every
+version it had searched: on the stand-in 100k-chunk index, a process that saved 3 files,
+indexed them and searched, 40 times over, grew from 349 to 1,258 MB, ~10 MB a save and ~50
+more each time the ANN index was trained again (bench/edit_memory.py).
+
+Two rules:
+- The writer connects again after each compaction that changed the table
+  (``ChunkStore.optimize``): the old connection's caches go with it, and the next searches
+  read the current version's index data into empty ones. They read most of it anyway: the
+  compaction wrote new full-text indexes and a new segment of the ANN index.
+- Every connection's caches are bounded: index data :data:`INDEX_CACHE_BYTES_PER_ROW` a
+  chunk, at least :data:`INDEX_CACHE_MIN_BYTES`; metadata :data:`METADATA_CACHE_BYTES`. That
+  bounds what a reader that never compacts (a CLI, an MCP server beside the writer) gathers
+  as it follows the writer's versions.
+
+What one version's searches read, measured: 48 MB on the stand-in 100k-chunk index (27 MB of
+full-text index, the rest the ANN index's), ~1 MB of metadata. Real code has more words: the
+full-text indexes of lancedb/lance's sources (31k chunks, mostly Rust) took 481 bytes a chunk
+in the cache against 275 for the stand-in's, so ~70 MB at 100k chunks of code. A cache
+smaller than what searches read costs far more than the memory it saves: capped at 16 MB,
+searches at 100k chunks took 154 ms instead of 58 (p50).
+
+A store made empty and filled by its first index outgrows the caches it was opened with;
+:func:`outgrown` tells it when to connect again with larger ones (``ChunkStore._fit_caches``).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import lancedb
+
+INDEX_CACHE_MIN_BYTES = 64 * 1024 * 1024
+INDEX_CACHE_BYTES_PER_ROW = 1024
+METADATA_CACHE_BYTES = 16 * 1024 * 1024
+# When an index is opened, or a compaction changed nothing, a store connects again only once
+# its rows want this much more index cache than it has.
+REFIT_GROWTH = 1.25
+
+
+def index_cache_bytes(rows: int) -> int:
+    """The index cache for a chunks table of ``rows`` rows."""
+    return max(INDEX_CACHE_MIN_BYTES, rows * INDEX_CACHE_BYTES_PER_ROW)
+
+
+def outgrown(cache_bytes: int, rows: int) -> bool:
+    """Whether a connection with an index cache of ``cache_bytes`` should make way for one
+    sized to ``rows`` rows."""
+    return index_cache_bytes(rows) > REFIT_GROWTH * cache_bytes
+
+
+def new_session(cache_bytes: int) -> lancedb.Session:
+    """Caches of their own for one connection: ``cache_bytes`` of index data and
+    :data:`METADATA_CACHE_BYTES` of metadata."""
+    return lancedb.Session(index_cache_size_bytes=cache_bytes,
+                           metadata_cache_size_bytes=METADATA_CACHE_BYTES)
+
+
+def connect(index_dir: Path, session: lancedb.Session) -> lancedb.DBConnection:
+    """A connection to the index folder that caches in ``session``. Read consistency
+    interval 0: each read checks for a newer version (a cheap file listing), so a process
+    that reads follows one that writes."""
+    return lancedb.connect(str(index_dir), read_consistency_interval=timedelta(0),
+                           session=session)

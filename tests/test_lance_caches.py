@@ -1,0 +1,142 @@
+"""LanceDB's caches of an index: let go of after each compaction by the writer, bounded and
+sized to the index for every store (rag_lsp.store.lance_caches).
+
+LanceDB keys what it caches by index file and table version, and each compaction writes new
+ones: unbounded (its defaults are 6 GiB and 1 GiB), a process that keeps editing and searching
+keeps every version's entries. The stores here are small, so the bounds are made small too."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rag_lsp.store import lance_caches, vector_index
+from rag_lsp.store.lance_caches import index_cache_bytes, outgrown
+from rag_lsp.store.lance_store import ChunkStore, FileRecord
+from tests.test_vector_index import DIM, ROWS, clustered, edit_and_optimize, rows_for
+
+SMALL_INDEX_CACHE = 512 * 1024
+SMALL_METADATA_CACHE = 256 * 1024
+# What the stores below may hold with those bounds (ROWS chunks)
+SMALL_BOUND = (max(SMALL_INDEX_CACHE, ROWS * lance_caches.INDEX_CACHE_BYTES_PER_ROW)
+               + SMALL_METADATA_CACHE)
+
+
+def test_the_index_cache_grows_with_the_rows_above_a_floor():
+    floor = lance_caches.INDEX_CACHE_MIN_BYTES
+    assert index_cache_bytes(0) == index_cache_bytes(1_000) == floor
+    assert index_cache_bytes(100_000) == 100_000 * lance_caches.INDEX_CACHE_BYTES_PER_ROW
+    assert index_cache_bytes(100_000) > floor
+    # A connection makes way only for a cache a quarter larger than its own, or more.
+    assert not outgrown(floor, 1_000)
+    assert not outgrown(index_cache_bytes(100_000), 110_000)
+    assert outgrown(index_cache_bytes(100_000), 130_000)
+    assert outgrown(floor, 200_000)
+
+
+def filled_store(tmp_path) -> tuple[ChunkStore, np.random.Generator]:
+    """ROWS chunks in 20 files, past the size where searches ask LanceDB (an ANN index,
+    the full-text indexes), so that they fill its index cache."""
+    rng = np.random.default_rng(7)
+    vectors = clustered(rng, ROWS)
+    store = ChunkStore(tmp_path / "ix", DIM, create=True)
+    for start in range(0, ROWS, 100):
+        path = f"pkg/m{start // 100}.py"
+        store.replace_files([FileRecord(path, 1, 1, "0" * 64, 100)],
+                            rows_for(path, vectors[start:start + 100], start))
+    store.optimize()
+    return store, rng
+
+
+@pytest.fixture
+def small_bounds(monkeypatch):
+    monkeypatch.setattr(vector_index, "MATRIX_MAX_ROWS", ROWS // 2)
+    monkeypatch.setattr(lance_caches, "INDEX_CACHE_MIN_BYTES", SMALL_INDEX_CACHE)
+    monkeypatch.setattr(lance_caches, "METADATA_CACHE_BYTES", SMALL_METADATA_CACHE)
+
+
+def edit_and_search(store: ChunkStore, rng: np.random.Generator, edits: int,
+                    reader: ChunkStore | None = None) -> tuple[list[int], list[int]]:
+    """Edits, each compacted (new index files, new versions) and searched by ``store`` and
+    by ``reader`` (a store of the same index that never writes, as another process's);
+    what LanceDB holds for each after each edit."""
+    held: tuple[list[int], list[int]] = ([], [])
+    for edit in range(edits):
+        fresh = edit_and_optimize(store, rng, edit)
+        for searcher, record in ((store, held[0]), (reader, held[1])):
+            if searcher is None:
+                continue
+            assert searcher.vector_search(fresh[3], 5)[0]["id"] == \
+                f"pkg/m{edit % 20}.py#{(edit % 20) * 100 + 3}"
+            searcher.text_search("pass f7", 10, None)
+            record.append(searcher.cached_bytes())
+    return held
+
+
+@pytest.fixture
+def unbounded(small_bounds, monkeypatch):
+    """LanceDB's caches as good as unbounded, as they are by default (6 GiB, 1 GiB)."""
+    monkeypatch.setattr(lance_caches, "INDEX_CACHE_MIN_BYTES", 1 << 30)
+    monkeypatch.setattr(lance_caches, "METADATA_CACHE_BYTES", 1 << 30)
+
+
+def test_the_writer_lets_go_of_what_it_cached_of_older_versions(tmp_path, unbounded):
+    """Connecting again after each compaction leaves the caches with the current version's
+    entries only, whatever their bounds."""
+    store, rng = filled_store(tmp_path)
+    held = edit_and_search(store, rng, 12)[0]
+    assert max(held) < 1.5 * held[0], held
+
+
+def test_without_connecting_again_the_writer_keeps_every_version(tmp_path, unbounded,
+                                                                 monkeypatch):
+    """The control: the same edits, the store never connecting again."""
+    monkeypatch.setattr(ChunkStore, "_fit_caches", lambda self, stale=False: None)
+    store, rng = filled_store(tmp_path)
+    held = edit_and_search(store, rng, 12)[0]
+    assert held[-1] > 3 * held[0], held
+
+
+def test_a_reader_beside_the_writer_stays_within_its_bounds(tmp_path, small_bounds):
+    """A store that only reads follows the writer's versions and keeps what it read of
+    each, up to its bounds."""
+    store, rng = filled_store(tmp_path)
+    reader = ChunkStore(tmp_path / "ix", DIM)
+    held = edit_and_search(store, rng, 12, reader)[1]
+    assert max(held) <= SMALL_BOUND, held
+
+
+def test_unbounded_a_reader_keeps_every_version(tmp_path, unbounded):
+    """The control: the same reader with LanceDB's caches as good as unbounded."""
+    store, rng = filled_store(tmp_path)
+    reader = ChunkStore(tmp_path / "ix", DIM)
+    held = edit_and_search(store, rng, 12, reader)[1]
+    assert held[-1] > 2 * SMALL_BOUND, held
+
+
+def test_a_store_filled_by_its_first_index_connects_again_with_larger_caches(
+        tmp_path, small_bounds):
+    store, rng = filled_store(tmp_path)  # made empty: the floor; filled, then compacted
+    assert store._cache_bytes == index_cache_bytes(ROWS) > SMALL_INDEX_CACHE  # noqa: SLF001
+    fresh = edit_and_optimize(store, rng, 3)
+    assert store.vector_search(fresh[0], 1)[0]["id"] == "pkg/m3.py#300"
+    assert store.count_chunks() == ROWS
+    # Opened again, an index of that size gets them at once.
+    again = ChunkStore(tmp_path / "ix", DIM)
+    assert again._cache_bytes == index_cache_bytes(ROWS)  # noqa: SLF001
+    assert again.vector_search(fresh[0], 1)[0]["id"] == "pkg/m3.py#300"
+
+
+def test_a_read_under_way_finishes_on_its_handle_while_the_store_connects_again(
+        tmp_path, small_bounds, monkeypatch):
+    store, rng = filled_store(tmp_path)
+    with store.one_version():
+        taken = store._reading()  # noqa: SLF001 - the handle a read under way holds
+        monkeypatch.setattr(lance_caches, "INDEX_CACHE_BYTES_PER_ROW",
+                            4 * lance_caches.INDEX_CACHE_BYTES_PER_ROW)
+        store._fit_caches()  # noqa: SLF001
+        assert store._reading() is not taken  # noqa: SLF001 - later reads: the new one
+        assert taken.count_rows() == ROWS
+    assert store._cache_bytes == index_cache_bytes(ROWS)  # noqa: SLF001 - four times the first
+    fresh = edit_and_optimize(store, rng, 5)
+    assert store.vector_search(fresh[9], 1)[0]["id"] == "pkg/m5.py#509"
