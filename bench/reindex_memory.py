@@ -127,7 +127,9 @@ class StepMemory:
 def run(args: argparse.Namespace, work: Path) -> dict:
     root, index = work / "ws", work / "index"
     adopt_copied_index(root, index)
-    embedder = load_embedder(Settings(), root)[0]
+    # As the server loads it: indexing's model calls would run in a child (never started
+    # here: the new chunks get stand-in vectors), the query model in this process.
+    embedder = load_embedder(Settings(), root, bulk_in_child=True)[0]
     if embedder is None:
         raise SystemExit("the model is not installed: run `make setup` first")
     settings = Settings.from_dict({"indexPath": str(server_index_dir(index, root)),
