@@ -140,3 +140,18 @@ def test_a_read_under_way_finishes_on_its_handle_while_the_store_connects_again(
     assert store._cache_bytes == index_cache_bytes(ROWS)  # noqa: SLF001 - four times the first
     fresh = edit_and_optimize(store, rng, 5)
     assert store.vector_search(fresh[9], 1)[0]["id"] == "pkg/m5.py#509"
+
+
+def test_after_a_compaction_the_writer_fills_the_new_caches_before_a_search_does(
+        tmp_path, small_bounds, monkeypatch):
+    """Past the size where LanceDB's indexes answer, the writer looks the indexes up once
+    after connecting again, so that the next search finds them loaded."""
+    store, rng = filled_store(tmp_path)
+    assert store.large()
+    edit_and_optimize(store, rng, 1)
+    warmed = store.cached_bytes()
+    # the control: connecting again alone leaves the caches nearly empty
+    monkeypatch.setattr(ChunkStore, "_warm_caches", lambda self: None)
+    edit_and_optimize(store, rng, 2)
+    cold = store.cached_bytes()
+    assert warmed > 4 * cold, (warmed, cold)

@@ -900,7 +900,25 @@ class ChunkStore:
                     with around_rewrite():
                         build_vector_index(self._chunks, rows)
                         self._compact()
-            self._fit_caches(stale=self._chunks.version != before)
+            stale = self._chunks.version != before
+            self._fit_caches(stale=stale)
+        if stale:
+            self._warm_caches()
+
+    def _warm_caches(self) -> None:
+        """One vector and two full-text lookups, in the writer's thread, so that LanceDB's
+        empty caches are filled here rather than in the next search, when LanceDB's indexes
+        answer searches (a large index: see :meth:`large`). A failure is left for a search
+        to meet and report."""
+        try:
+            if not self.large():
+                return
+            probe = np.full(self.dim, self.dim ** -0.5, dtype=np.float32)
+            self.vector_search(probe, 1)
+            for column in ("search_text", "defines"):
+                self.text_search("def", 1, column=column, with_vectors=False)
+        except (IndexCorruptError, OSError, RuntimeError, ValueError) as exc:
+            log.debug("warming LanceDB's caches of %s failed: %s", self.index_dir, exc)
 
     def _compact(self) -> None:
         for table in (self._chunks, self._files):
