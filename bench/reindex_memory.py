@@ -46,18 +46,15 @@ memory.set_up_process()  # as `rag-lsp` does, before any library starts a thread
 
 from server_latency import (  # noqa: E402
     RESULTS,
-    adopt_copied_index,
-    load_embedder,
     make_queries,
+    open_copied_workdir,
     rewrite,
-    server_index_dir,
     stand_in_vectors,
+    workdir_problem,
 )
 
-from rag_lsp.config import Settings  # noqa: E402
 from rag_lsp.store import lance_store  # noqa: E402
 from rag_lsp.store.lance_store import ChunkStore  # noqa: E402
-from rag_lsp.workspace import Workspace  # noqa: E402
 
 # The store steps whose memory is told apart: (object, attribute, label).
 STEPS = ((ChunkStore, "replace_files", "replace_files"),
@@ -125,16 +122,8 @@ class StepMemory:
 
 
 def run(args: argparse.Namespace, work: Path) -> dict:
-    root, index = work / "ws", work / "index"
-    adopt_copied_index(root, index)
-    # As the server loads it: indexing's model calls would run in a child (never started
-    # here: the new chunks get stand-in vectors), the query model in this process.
-    embedder = load_embedder(Settings(), root, bulk_in_child=True)[0]
-    if embedder is None:
-        raise SystemExit("the model is not installed: run `make setup` first")
-    settings = Settings.from_dict({"indexPath": str(server_index_dir(index, root)),
-                                   "embeddingCache": False})
-    ws = Workspace.open(root, settings, embedder=embedder)
+    ws = open_copied_workdir(work)
+    root, embedder = ws.root, ws.embedder
     out: dict = {"chunks": ws.status().chunks}
     for query in make_queries(args.searches, args.seed):
         ws.search(query)  # the query model and the in-memory copies a server holds
@@ -183,9 +172,9 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1, help="which files are rewritten (1)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead")
     args = parser.parse_args()
-    if not (args.workdir / "ws").is_dir() or not any(args.workdir.glob("index/*/manifest.json")):
-        parser.error(f"{args.workdir} has no ws/ and index/: make one with "
-                     "bench/server_latency.py --workdir DIR (--stand-in-vectors at 100k chunks)")
+    problem = workdir_problem(args.workdir)
+    if problem:
+        parser.error(problem)
     with tempfile.TemporaryDirectory(prefix="reindex-memory-") as tmp:
         work = Path(tmp) / "copy"
         subprocess.run(["cp", "-a", str(args.workdir), str(work)], check=True)

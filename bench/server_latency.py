@@ -333,6 +333,30 @@ def build_with_stand_in_vectors(root: Path, index: Path) -> None:
         f"{report}")
 
 
+def workdir_problem(workdir: Path) -> str | None:
+    """What keeps ``workdir`` from being copied and opened by :func:`open_copied_workdir`, or
+    ``None``."""
+    if (workdir / "ws").is_dir() and any(workdir.glob("index/*/manifest.json")):
+        return None
+    return (f"{workdir} has no ws/ and index/: make one with bench/server_latency.py "
+            "--workdir DIR (--stand-in-vectors at 100k chunks)")
+
+
+def open_copied_workdir(work: Path) -> Workspace:
+    """The workspace of a copied workdir (``ws/``, ``index/``) opened in this process as the
+    server opens it: the index under the server's name, the model loaded with indexing's
+    calls meant for a child (never started by a bench that gives stand-in vectors) and the
+    query model here; the shared embedding cache off."""
+    root, index = work / "ws", work / "index"
+    adopt_copied_index(root, index)
+    embedder = load_embedder(Settings(), root, bulk_in_child=True)[0]
+    if embedder is None:
+        raise SystemExit("the model is not installed: run `make setup` first")
+    settings = Settings.from_dict({"indexPath": str(server_index_dir(index, root)),
+                                   "embeddingCache": False})
+    return Workspace.open(root, settings, embedder=embedder)
+
+
 def adopt_copied_index(root: Path, index: Path) -> None:
     """A workdir copied (``cp -a``) to compare checkouts side by side: the server names the
     folder's index after the folder's path, so the copy's index is renamed to the name the

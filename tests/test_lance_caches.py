@@ -12,8 +12,8 @@ import pytest
 
 from rag_lsp.store import lance_caches, vector_index
 from rag_lsp.store.lance_caches import index_cache_bytes, outgrown
-from rag_lsp.store.lance_store import ChunkStore, FileRecord
-from tests.test_vector_index import DIM, ROWS, clustered, edit_and_optimize, rows_for
+from rag_lsp.store.lance_store import ChunkStore
+from tests.test_vector_index import DIM, ROWS, edit_and_optimize, filled_store
 
 SMALL_INDEX_CACHE = 512 * 1024
 SMALL_METADATA_CACHE = 256 * 1024
@@ -34,16 +34,12 @@ def test_the_index_cache_grows_with_the_rows_above_a_floor():
     assert outgrown(floor, 200_000)
 
 
-def filled_store(tmp_path) -> tuple[ChunkStore, np.random.Generator]:
-    """ROWS chunks in 20 files, past the size where searches ask LanceDB (an ANN index,
-    the full-text indexes), so that they fill its index cache."""
+def indexed_store(tmp_path) -> tuple[ChunkStore, np.random.Generator]:
+    """ROWS chunks past the size where searches ask LanceDB (an ANN index, the full-text
+    indexes), so that they fill its index cache."""
     rng = np.random.default_rng(7)
-    vectors = clustered(rng, ROWS)
-    store = ChunkStore(tmp_path / "ix", DIM, create=True)
-    for start in range(0, ROWS, 100):
-        path = f"pkg/m{start // 100}.py"
-        store.replace_files([FileRecord(path, 1, 1, "0" * 64, 100)],
-                            rows_for(path, vectors[start:start + 100], start))
+    store = filled_store(tmp_path / "ix", rng)[0]
+    store.ensure_fts_index()
     store.optimize()
     return store, rng
 
@@ -83,7 +79,7 @@ def unbounded(small_bounds, monkeypatch):
 def test_the_writer_lets_go_of_what_it_cached_of_older_versions(tmp_path, unbounded):
     """Connecting again after each compaction leaves the caches with the current version's
     entries only, whatever their bounds."""
-    store, rng = filled_store(tmp_path)
+    store, rng = indexed_store(tmp_path)
     held = edit_and_search(store, rng, 12)[0]
     assert max(held) < 1.5 * held[0], held
 
@@ -92,7 +88,7 @@ def test_without_connecting_again_the_writer_keeps_every_version(tmp_path, unbou
                                                                  monkeypatch):
     """The control: the same edits, the store never connecting again."""
     monkeypatch.setattr(ChunkStore, "_fit_caches", lambda self, stale=False: None)
-    store, rng = filled_store(tmp_path)
+    store, rng = indexed_store(tmp_path)
     held = edit_and_search(store, rng, 12)[0]
     assert held[-1] > 3 * held[0], held
 
@@ -100,15 +96,15 @@ def test_without_connecting_again_the_writer_keeps_every_version(tmp_path, unbou
 def test_a_reader_beside_the_writer_stays_within_its_bounds(tmp_path, small_bounds):
     """A store that only reads follows the writer's versions and keeps what it read of
     each, up to its bounds."""
-    store, rng = filled_store(tmp_path)
+    store, rng = indexed_store(tmp_path)
     reader = ChunkStore(tmp_path / "ix", DIM)
     held = edit_and_search(store, rng, 12, reader)[1]
-    assert max(held) <= SMALL_BOUND, held
+    assert max(held) <= 1.1 * SMALL_BOUND, held  # (an insert may go over before an eviction)
 
 
 def test_unbounded_a_reader_keeps_every_version(tmp_path, unbounded):
     """The control: the same reader with LanceDB's caches as good as unbounded."""
-    store, rng = filled_store(tmp_path)
+    store, rng = indexed_store(tmp_path)
     reader = ChunkStore(tmp_path / "ix", DIM)
     held = edit_and_search(store, rng, 12, reader)[1]
     assert held[-1] > 2 * SMALL_BOUND, held
@@ -116,7 +112,7 @@ def test_unbounded_a_reader_keeps_every_version(tmp_path, unbounded):
 
 def test_a_store_filled_by_its_first_index_connects_again_with_larger_caches(
         tmp_path, small_bounds):
-    store, rng = filled_store(tmp_path)  # made empty: the floor; filled, then compacted
+    store, rng = indexed_store(tmp_path)  # made empty: the floor; filled, then compacted
     assert store._cache_bytes == index_cache_bytes(ROWS) > SMALL_INDEX_CACHE  # noqa: SLF001
     fresh = edit_and_optimize(store, rng, 3)
     assert store.vector_search(fresh[0], 1)[0]["id"] == "pkg/m3.py#300"
@@ -129,7 +125,7 @@ def test_a_store_filled_by_its_first_index_connects_again_with_larger_caches(
 
 def test_a_read_under_way_finishes_on_its_handle_while_the_store_connects_again(
         tmp_path, small_bounds, monkeypatch):
-    store, rng = filled_store(tmp_path)
+    store, rng = indexed_store(tmp_path)
     with store.one_version():
         taken = store._reading()  # noqa: SLF001 - the handle a read under way holds
         monkeypatch.setattr(lance_caches, "INDEX_CACHE_BYTES_PER_ROW",
@@ -146,7 +142,7 @@ def test_after_a_compaction_the_writer_fills_the_new_caches_before_a_search_does
         tmp_path, small_bounds, monkeypatch):
     """Past the size where LanceDB's indexes answer, the writer looks the indexes up once
     after connecting again, so that the next search finds them loaded."""
-    store, rng = filled_store(tmp_path)
+    store, rng = indexed_store(tmp_path)
     assert store.large()
     edit_and_optimize(store, rng, 1)
     warmed = store.cached_bytes()

@@ -37,17 +37,23 @@ def rows_for(path: str, vectors: np.ndarray, first: int = 0) -> list[dict]:
             for n, vector in enumerate(vectors)]
 
 
-@pytest.fixture
-def large_store(tmp_path, monkeypatch):
-    monkeypatch.setattr(vector_index, "MATRIX_MAX_ROWS", ROWS // 2)
-    rng = np.random.default_rng(7)
+def filled_store(index_dir, rng: np.random.Generator) -> tuple[ChunkStore, np.ndarray]:
+    """A new store of ROWS chunks in 20 files of 100, written file by file; its vectors."""
     vectors = clustered(rng, ROWS)
-    store = ChunkStore(tmp_path / "ix", DIM, create=True)
+    store = ChunkStore(index_dir, DIM, create=True)
     per_file = 100
     for start in range(0, ROWS, per_file):
         path = f"pkg/m{start // per_file}.py"
         store.replace_files([FileRecord(path, 1, 1, "0" * 64, per_file)],
                             rows_for(path, vectors[start:start + per_file], start))
+    return store, vectors
+
+
+@pytest.fixture
+def large_store(tmp_path, monkeypatch):
+    monkeypatch.setattr(vector_index, "MATRIX_MAX_ROWS", ROWS // 2)
+    rng = np.random.default_rng(7)
+    store, vectors = filled_store(tmp_path / "ix", rng)
     return store, vectors, rng
 
 
