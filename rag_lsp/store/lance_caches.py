@@ -7,7 +7,7 @@ deletion files) up to 1 GiB, unless told otherwise. Its entries are keyed by ind
 table version, and every compaction writes new index files (a new segment of the ANN index,
 the full-text indexes merged again) and new versions. So a long-running server kept every
 version it had searched: on the stand-in 100k-chunk index, a process that saved 3 files,
-indexed them and searched, 40 times over, grew from 349 to 1,258 MB, ~10 MB a save and ~50
+indexed them and searched, 40 times over, grew from 348 to 1,237 MB, ~10 MB a save and ~50
 more each time the ANN index was trained again (bench/edit_memory.py).
 
 Two rules:

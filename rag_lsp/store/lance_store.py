@@ -269,10 +269,10 @@ class ChunkStore:
 
     def _fit_caches(self, *, stale: bool = False) -> None:
         """Connect again, with empty LanceDB caches sized to the chunks table (see
-        :mod:`rag_lsp.store.lance_caches`), when the ones there are hold ``stale`` entries
-        (the writer, after a compaction wrote new index files: the caller holds the write
-        lock) or have become too small for the rows (the writer then too, or the store
-        being opened). Reads under way finish on the handles they took, the next ones
+        :mod:`rag_lsp.store.lance_caches`), when the ones it has hold ``stale`` entries (the
+        writer, after a compaction wrote new index files: the caller holds the write lock)
+        or have become too small for the rows (the writer then too, or the store being
+        opened). Reads under way finish on the handles they took, the next ones
         check the new handle out at their version."""
         rows = self._chunks.count_rows()
         if not (stale or outgrown(self._cache_bytes, rows)) or self.moved():
