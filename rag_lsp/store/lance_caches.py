@@ -12,9 +12,11 @@ more each time the ANN index was trained again (bench/edit_memory.py).
 
 Two rules:
 - The writer connects again after each compaction that changed the table
-  (``ChunkStore.optimize``): the old connection's caches go with it, and the next searches
-  read the current version's index data into empty ones. They read most of it anyway: the
-  compaction wrote new full-text indexes and a new segment of the ANN index.
+  (``ChunkStore.optimize``): the old connection's caches go with it, and the current
+  version's index data is read into empty ones, partly by the writer itself (a few lookups,
+  ``ChunkStore._warm_caches``), the rest by the searches. The full-text indexes are new after
+  a compaction anyway; the ANN index's first segment, unchanged between trainings, is read
+  again.
 - Every connection's caches are bounded: index data :data:`INDEX_CACHE_BYTES_PER_ROW` a
   chunk, at least :data:`INDEX_CACHE_MIN_BYTES`; metadata :data:`METADATA_CACHE_BYTES`. That
   bounds what a reader that never compacts (a CLI, an MCP server beside the writer) gathers
@@ -28,7 +30,9 @@ smaller than what searches read costs far more than the memory it saves: capped 
 searches at 100k chunks took 154 ms instead of 58 (p50).
 
 A store made empty and filled by its first index outgrows the caches it was opened with;
-:func:`outgrown` tells it when to connect again with larger ones (``ChunkStore._fit_caches``).
+:func:`outgrown` tells it when to connect again with larger ones: the writer after a
+compaction, a reader when it first reads a version of the grown table
+(``ChunkStore._fit_caches``).
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 from lancedb.index import FTS
 
-from rag_lsp.errors import IndexCorruptError
+from rag_lsp.errors import IndexCorruptError, RagLspError
 from rag_lsp.store.failures import transient_failure
 from rag_lsp.store.integrity import FileDigests
 from rag_lsp.store.lance_caches import connect, index_cache_bytes, new_session, outgrown
@@ -80,6 +80,9 @@ ROW_COLUMNS = [c for c in RESULT_COLUMNS if c != "text"]
 # 24 MB holds the text of ~50k chunks, where the matrix stops; generated or prose-heavy
 # workspaces with longer chunks keep reading it.
 TEXT_IN_MEMORY_BYTES = 24 * 1024 * 1024
+# Vector lookups with which the writer fills LanceDB's new caches after a compaction (each
+# reads the partitions nearest a random direction: see ChunkStore._warm_caches)
+WARM_UP_PROBES = 4
 # Rows read to describe an index as a whole (see rag_lsp.search.calibration).
 SAMPLE_COLUMNS = ["vector", "terms"]
 # Rows read at a time into the in-memory vector matrix and postings: with the words, 8,192
@@ -268,11 +271,12 @@ class ChunkStore:
         return self._session.size_bytes
 
     def _fit_caches(self, *, stale: bool = False) -> None:
-        """Connect again, with empty LanceDB caches sized to the chunks table (see
-        :mod:`rag_lsp.store.lance_caches`), when the ones it has hold ``stale`` entries (the
-        writer, after a compaction wrote new index files: the caller holds the write lock)
-        or have become too small for the rows (the writer then too, or the store being
-        opened). Reads under way finish on the handles they took, the next ones
+        """Connect again, with empty LanceDB caches sized to the chunks table, never smaller
+        than before (see :mod:`rag_lsp.store.lance_caches`), when the ones it has hold
+        ``stale`` entries (the writer, after a compaction wrote new index files) or have
+        become too small for the rows (the writer then too, a reader that meets a grown
+        table, or the store being opened). The caller holds the write lock, or the store is
+        being made. Reads under way finish on the handles they took, the next ones
         check the new handle out at their version."""
         rows = self._chunks.count_rows()
         if not (stale or outgrown(self._cache_bytes, rows)) or self.moved():
@@ -474,7 +478,18 @@ class ChunkStore:
                      else self._table_at(version))
             known = (key, table.count_rows(), trained_rows(table))
             self._ann_state = known
+            self._fit_caches_if_outgrown(known[1])
         return known
+
+    def _fit_caches_if_outgrown(self, rows: int) -> None:
+        """Larger caches for a store that only reads (it never compacts) once the writer
+        has grown the table past them; skipped while this process writes (the writer
+        connects again after its compaction)."""
+        if outgrown(self._cache_bytes, rows) and self._write_lock.acquire(blocking=False):
+            try:
+                self._fit_caches()
+            finally:
+                self._write_lock.release()
 
     def _training_state(self) -> tuple[int, int | None, int]:
         """Rows, rows the ANN index was trained on, and its segments (asked of LanceDB
@@ -888,8 +903,9 @@ class ChunkStore:
         26 fragments, and their deleted rows, that 25 segments had kept apart).
         The training and that second compaction, which rewrites every row (the highest peak
         of memory at 100k chunks), run inside ``around_rewrite()``: the caller's chance to
-        set other memory aside. Then the store connects again, with empty caches: what
-        LanceDB cached of the versions before is of no more use (see lance_caches)."""
+        set other memory aside. Then, if the table changed, the store connects again, with
+        empty caches: what LanceDB cached of the versions before is of no more use (see
+        lance_caches)."""
         with self._write_lock:
             self._settle_replace()
             before = self._chunks.version
@@ -901,23 +917,35 @@ class ChunkStore:
                         build_vector_index(self._chunks, rows)
                         self._compact()
             stale = self._chunks.version != before
-            self._fit_caches(stale=stale)
+            try:
+                self._fit_caches(stale=stale)
+            except (OSError, RuntimeError, ValueError) as exc:  # the compaction is committed
+                log.warning("could not connect again to %s (%s): its caches stay as they are",
+                            self.index_dir, exc)
+                stale = False
         if stale:
             self._warm_caches()
 
     def _warm_caches(self) -> None:
-        """One vector and two full-text lookups, in the writer's thread, so that LanceDB's
-        empty caches are filled here rather than in the next search, when LanceDB's indexes
-        answer searches (a large index: see :meth:`large`). A failure is left for a search
-        to meet and report."""
+        """A few vector lookups and one full-text lookup of each column, in the writer's
+        thread and through a handle of its own (searches' shared handle and read version
+        stay theirs), so that the next search finds the new caches partly filled: the
+        full-text indexes' token maps and the ANN index's shared parts and some of its
+        partitions. Only when LanceDB's indexes answer searches (a large index: see
+        :meth:`large`). A failure is left for a search to meet and report."""
         try:
-            if not self.large():
+            table = self._table_at(self._chunks.version)
+            trained = trained_rows(table)
+            if not answers_alone(table.count_rows(), trained):
                 return
-            probe = np.full(self.dim, self.dim ** -0.5, dtype=np.float32)
-            self.vector_search(probe, 1)
-            for column in ("search_text", "defines"):
-                self.text_search("def", 1, column=column, with_vectors=False)
-        except (IndexCorruptError, OSError, RuntimeError, ValueError) as exc:
+            probes = np.random.default_rng(0).standard_normal((WARM_UP_PROBES, self.dim))
+            for probe in probes.astype(np.float32):
+                nearest_rows(table, probe / np.linalg.norm(probe), columns=["id"], limit=1,
+                             where=None, tune=approximate)
+            if self._has_fts_index(table):
+                for column in ("search_text", "defines"):
+                    text_rows(table, "def", column=column, columns=["id"], limit=1, where=None)
+        except (RagLspError, OSError, RuntimeError, ValueError) as exc:
             log.debug("warming LanceDB's caches of %s failed: %s", self.index_dir, exc)
 
     def _compact(self) -> None:
