@@ -160,6 +160,16 @@ def test_after_a_compaction_the_writer_fills_the_new_caches_before_a_search_does
     assert warmed > 4 * cold, (warmed, cold)
 
 
+def test_the_warm_up_leaves_no_warnings_on_stderr(tmp_path, small_bounds, capfd):
+    """LanceDB warns on stderr (the editor's output pane, once per lookup) when a vector or
+    full-text query leaves out its distance or score column: the warm-up asks for them."""
+    store, rng = indexed_store(tmp_path)
+    capfd.readouterr()
+    edit_and_optimize(store, rng, 1)
+    assert store.cached_bytes() > 0
+    assert "Deprecation warning" not in capfd.readouterr().err
+
+
 def test_a_reader_opened_on_a_small_index_gets_larger_caches_once_the_writer_grows_it(
         tmp_path, small_bounds):
     writer = ChunkStore(tmp_path / "ix", DIM, create=True)

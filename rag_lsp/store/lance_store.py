@@ -940,11 +940,12 @@ class ChunkStore:
                 return
             probes = np.random.default_rng(0).standard_normal((WARM_UP_PROBES, self.dim))
             for probe in probes.astype(np.float32):
-                nearest_rows(table, probe / np.linalg.norm(probe), columns=["id"], limit=1,
-                             where=None, tune=approximate)
+                nearest_rows(table, probe / np.linalg.norm(probe), columns=["id", "_distance"],
+                             limit=1, where=None, tune=approximate)
             if self._has_fts_index(table):
                 for column in ("search_text", "defines"):
-                    text_rows(table, "def", column=column, columns=["id"], limit=1, where=None)
+                    text_rows(table, "def", column=column, columns=["id", "_score"], limit=1,
+                              where=None)
         except (RagLspError, OSError, RuntimeError, ValueError) as exc:
             log.debug("warming LanceDB's caches of %s failed: %s", self.index_dir, exc)
 
