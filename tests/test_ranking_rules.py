@@ -3,12 +3,17 @@ evidence, term coverage, calibration and file aggregation (no model, no index)."
 
 from __future__ import annotations
 
+import random
+import tracemalloc
+
 import numpy as np
 import pytest
 
 from rag_lsp.chunking.definitions import defined_names
+from rag_lsp.search import evidence
 from rag_lsp.search.calibration import PRIOR_SIMILARITY, PRIOR_WEIGHT, build_background
 from rag_lsp.search.evidence import (
+    PathMatcher,
     TermCoverage,
     defines_name,
     path_match,
@@ -148,6 +153,31 @@ def test_path_match_prefers_names_the_query_explains():
     assert path_match("utils.js", analyze("utility functions").path_words)[0] > 0
     assert path_match("client.py", analyze("banana bread").path_words) == (0.0, 0.0)
     assert path_match("extract/state.rs", analyze("extractors").path_words)[1] > 0
+
+
+def test_path_matching_keeps_nothing_of_past_queries():
+    """A server answers many different queries for days: path matching keeps lookups by
+    query word and path part (bounded, and they recur), never by query. Caches keyed by the
+    query held ~25 MB once full."""
+    rng = random.Random(0)
+    vocab = [f"{a}{b}" for a in ("load", "pars", "rend", "stor", "conn", "sched")
+             for b in ("er", "ing", "ed", "ion", "able", "ist", "ant", "ure")] * 3
+    vocab = [f"{w}{i}" for i, w in enumerate(vocab)]
+    paths = [f"pkg{i % 40}/{rng.choice(vocab)}_{rng.choice(vocab)}.py" for i in range(3000)]
+    evidence._word_matches.cache_clear()
+    evidence._parts.cache_clear()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for _ in range(400):  # searches, each ranking 30 candidates' paths
+            match_path = PathMatcher(tuple(rng.sample(vocab, 3)))
+            for path in rng.sample(paths, 30):
+                match_path(path)
+        del match_path
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert kept < 4 * 2**20, kept
 
 
 def test_a_module_index_file_is_named_after_its_folder():

@@ -76,7 +76,9 @@ def stem_is_name(path: str, identifiers: Iterable[str]) -> bool:
     return any(file_stem.replace("_", "") == i.lower().replace("_", "") for i in identifiers)
 
 
-@functools.lru_cache(maxsize=65536)
+# Keyed by one query word and one path part, not by a query: the parts of a workspace's paths
+# and the words its users ask with recur across searches. (~200 bytes an entry)
+@functools.lru_cache(maxsize=8192)
 def _word_matches(word: str, part: str) -> bool:
     if word == part or stem(word) == stem(part):
         return True
@@ -92,40 +94,56 @@ def _word_matches(word: str, part: str) -> bool:
 
 
 @functools.lru_cache(maxsize=16384)
-def _matching_words(part: str, words: tuple[str, ...]) -> frozenset[str]:
-    """The query words a path part answers (one lookup per part and query: parts such as
-    ``client`` or ``utils`` recur across a search's candidate paths)."""
-    return frozenset(w for w in words if _word_matches(w, part))
-
-
-@functools.lru_cache(maxsize=16384)
 def _parts(name: str) -> tuple[str, ...]:
     return tuple(p.lower() for p in split_identifier(name)) or (name.lower(),)
 
 
-@functools.lru_cache(maxsize=8192)
-def path_match(path: str, words: tuple[str, ...]) -> tuple[float, float]:
-    """How well the file name, then the folder name, answer the query's words (0..1 each).
+class PathMatcher:
+    """How well file names, then folder names, answer one query's words (see
+    :meth:`__call__`). One for each search: path parts such as ``client`` or ``utils`` recur
+    across a search's candidates and are looked up once each, and what it learns goes with
+    it. (Caches keyed by the query's words kept ~25 MB of other queries' lookups once full.)"""
 
-    The file score needs both directions: the query's words found in the name, *and* the
-    name explained by the query — ``completions.go`` fits "shell completion handling" better
-    than ``bash_completions.go`` does.
-    """
-    if not words:
-        return 0.0, 0.0
-    folder, name = _module_path(path)
-    file_stem = name.split(".")[0]
-    parts = _parts(file_stem)
-    matched = [_matching_words(p, words) for p in parts]
-    in_name = frozenset().union(*matched)
-    lowered = file_stem.lower()
-    found = [w for w in words if w in in_name or (len(w) >= _MIN_INFIX and w in lowered)]
-    explained = sum(1 for p, m in zip(parts, matched, strict=True) if m or p.isdigit())
-    file_score = (len(found) / len(words)) ** 0.5 * explained / len(parts) if found else 0.0
-    folder = folder.rpartition("/")[2]
-    folder_parts = _parts(folder) if folder else ()
-    in_folder = frozenset().union(*(_matching_words(p, words) for p in folder_parts))
-    return file_score, sum(1 for w in words if w in in_folder) / len(words)
+    def __init__(self, words: tuple[str, ...]) -> None:
+        self.words = words
+        self._matched: dict[str, frozenset[str]] = {}
+
+    def _matching_words(self, part: str) -> frozenset[str]:
+        """The query words a path part answers."""
+        found = self._matched.get(part)
+        if found is None:
+            found = frozenset(w for w in self.words if _word_matches(w, part))
+            self._matched[part] = found
+        return found
+
+    def __call__(self, path: str) -> tuple[float, float]:
+        """(file name, folder name) scores of ``path``, 0..1 each.
+
+        The file score needs both directions: the query's words found in the name, *and*
+        the name explained by the query — ``completions.go`` fits "shell completion
+        handling" better than ``bash_completions.go`` does.
+        """
+        words = self.words
+        if not words:
+            return 0.0, 0.0
+        folder, name = _module_path(path)
+        file_stem = name.split(".")[0]
+        parts = _parts(file_stem)
+        matched = [self._matching_words(p) for p in parts]
+        in_name = frozenset().union(*matched)
+        lowered = file_stem.lower()
+        found = [w for w in words if w in in_name or (len(w) >= _MIN_INFIX and w in lowered)]
+        explained = sum(1 for p, m in zip(parts, matched, strict=True) if m or p.isdigit())
+        file_score = (len(found) / len(words)) ** 0.5 * explained / len(parts) if found else 0.0
+        folder = folder.rpartition("/")[2]
+        folder_parts = _parts(folder) if folder else ()
+        in_folder = frozenset().union(*(self._matching_words(p) for p in folder_parts))
+        return file_score, sum(1 for w in words if w in in_folder) / len(words)
+
+
+def path_match(path: str, words: tuple[str, ...]) -> tuple[float, float]:
+    """:class:`PathMatcher`'s scores of one path (a search ranking many makes one matcher)."""
+    return PathMatcher(words)(path)
 
 
 class TermCoverage:

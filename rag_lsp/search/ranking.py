@@ -45,9 +45,9 @@ from rag_lsp.chunking.definitions import symbol_name
 from rag_lsp.config import Settings
 from rag_lsp.search.calibration import Background
 from rag_lsp.search.evidence import (
+    PathMatcher,
     TermCoverage,
     defines_name,
-    path_match,
     reexports_name,
     stem_is_name,
 )
@@ -256,6 +256,7 @@ def score_chunks(candidates: list[Candidate], ctx: RankContext) -> None:
     lexical_weight = w.identifier_lexical if q.identifier_query else w.lexical
     coverage = TermCoverage(q.terms, ctx.background)
     path_cache: dict[str, float] = {}
+    match_path = PathMatcher(q.path_words)
     external = _external_names(candidates, q.identifiers) if w.definition else ()
     for c in candidates:
         base = 0.0
@@ -274,7 +275,7 @@ def score_chunks(candidates: list[Candidate], ctx: RankContext) -> None:
         if entry_point:
             evidence += w.definition * REEXPORT_SHARE
         if w.path and c.path not in path_cache:
-            in_name, in_folder = path_match(c.path, q.path_words)
+            in_name, in_folder = match_path(c.path)
             path_cache[c.path] = w.path * (in_name + FOLDER_SHARE * in_folder)
         evidence += path_cache.get(c.path, 0.0)
         if PATH_CORROBORATION and not q.identifier_query:
