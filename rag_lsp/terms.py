@@ -36,7 +36,13 @@ def split_identifier(name: str) -> list[str]:
     return parts
 
 
-@functools.lru_cache(maxsize=65536)
+# Words of code a process has met, cached while they recur: on five repositories' sources
+# (78k different words in 11k chunks) 16,384 entries each here kept 6.6 MB and missed 88k
+# times in 830k lookups; 65,536 kept 21.3 MB and missed 78k times, in the same time.
+_WORDS_CACHED = 16384
+
+
+@functools.lru_cache(maxsize=_WORDS_CACHED)
 def stem(word: str) -> str:
     """The Snowball English stem of ``word``, lower-cased (``dependencies`` → ``depend``)."""
     stemmer = getattr(_STEMMERS, "english", None)
@@ -61,7 +67,7 @@ def text_terms(text: str) -> set[str]:
 _CACHED_WORD = 64  # longer words (hashes, base64) are rarely seen twice: not worth a slot
 
 
-@functools.lru_cache(maxsize=65536)
+@functools.lru_cache(maxsize=_WORDS_CACHED)
 def _word_terms(word: str) -> tuple[str, ...]:
     """A word's stem and its parts' stems. Cached: code repeats its words, and splitting and
     stemming each occurrence was most of the cost (3x on generated Python, same terms)."""
