@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rag_lsp.store import lance_caches, vector_index
+from rag_lsp.store import lance_caches, lance_store, vector_index
 from rag_lsp.store.lance_caches import index_cache_bytes, outgrown
 from rag_lsp.store.lance_store import ChunkStore, FileRecord
 from tests.test_vector_index import (
@@ -160,13 +160,26 @@ def test_after_a_compaction_the_writer_fills_the_new_caches_before_a_search_does
     assert warmed > 4 * cold, (warmed, cold)
 
 
-def test_the_warm_up_leaves_no_warnings_on_stderr(tmp_path, small_bounds, capfd):
+def counted(name: str, lookup, calls: list[str]):
+    """``lookup`` noting its ``name`` in ``calls`` each time it runs."""
+    def run(*args, **kwargs):
+        calls.append(name)
+        return lookup(*args, **kwargs)
+    return run
+
+
+def test_the_warm_up_leaves_no_warnings_on_stderr(tmp_path, small_bounds, capfd, monkeypatch):
     """LanceDB warns on stderr (the editor's output pane, once per lookup) when a vector or
     full-text query leaves out its distance or score column: the warm-up asks for them."""
     store, rng = indexed_store(tmp_path)
+    assert store.large()
+    lookups: list[str] = []
+    for name in ("nearest_rows", "text_rows"):
+        monkeypatch.setattr(lance_store, name, counted(name, getattr(lance_store, name), lookups))
     capfd.readouterr()
-    edit_and_optimize(store, rng, 1)
-    assert store.cached_bytes() > 0
+    edit_and_optimize(store, rng, 1)  # no search: every lookup here is the warm-up's
+    assert lookups.count("nearest_rows") == lance_store.WARM_UP_PROBES, lookups
+    assert lookups.count("text_rows") == 2, lookups
     assert "Deprecation warning" not in capfd.readouterr().err
 
 
