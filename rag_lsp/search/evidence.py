@@ -102,7 +102,7 @@ class PathMatcher:
     """How well file names, then folder names, answer one query's words (see
     :meth:`__call__`). One for each search: path parts such as ``client`` or ``utils`` recur
     across a search's candidates and are looked up once each, and what it learns goes with
-    it. (Caches keyed by the query's words kept ~25 MB of other queries' lookups once full.)"""
+    it. (Caches keyed by the query's words kept 8.5 MB of other queries' lookups once full.)"""
 
     def __init__(self, words: tuple[str, ...]) -> None:
         self.words = words
