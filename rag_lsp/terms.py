@@ -38,7 +38,8 @@ def split_identifier(name: str) -> list[str]:
 
 # Words of code a process has met, cached while they recur: on five repositories' sources
 # (78k different words in 11k chunks) 16,384 entries each here kept 6.6 MB and missed 88k
-# times in 830k lookups; 65,536 kept 21.3 MB and missed 78k times, in the same time.
+# times in 830k lookups; 65,536 kept 21.3 MB and missed 78k times (no difference in time
+# that this machine's noise let through).
 _WORDS_CACHED = 16384
 
 

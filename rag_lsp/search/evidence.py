@@ -77,7 +77,7 @@ def stem_is_name(path: str, identifiers: Iterable[str]) -> bool:
 
 
 # Keyed by one query word and one path part, not by a query: the parts of a workspace's paths
-# and the words its users ask with recur across searches. (~200 bytes an entry)
+# and the words its users ask with recur across searches. (~150-190 bytes an entry)
 @functools.lru_cache(maxsize=8192)
 def _word_matches(word: str, part: str) -> bool:
     if word == part or stem(word) == stem(part):
