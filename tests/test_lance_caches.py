@@ -160,6 +160,43 @@ def test_after_a_compaction_the_writer_fills_the_new_caches_before_a_search_does
     assert warmed > 4 * cold, (warmed, cold)
 
 
+def held_at_each_compaction(tmp_path, monkeypatch) -> tuple[list[int], list[int]]:
+    """What the writer's caches held as each compaction began, and after each edit's searches
+    (what the next compaction would find), over edits compacted and searched in turn; the
+    ANN index is not trained again meanwhile (its training reads into the new caches)."""
+    monkeypatch.setattr(vector_index, "MAX_SEGMENTS", 50)
+    store, rng = indexed_store(tmp_path)
+    at_compaction: list[int] = []
+    compact = ChunkStore._compact  # noqa: SLF001
+
+    def noting(self: ChunkStore) -> None:
+        at_compaction.append(self.cached_bytes())
+        compact(self)
+
+    monkeypatch.setattr(ChunkStore, "_compact", noting)
+    after_searches = edit_and_search(store, rng, 4)[0]
+    return at_compaction, after_searches
+
+
+def test_the_writer_lets_go_of_its_caches_before_a_compaction(tmp_path, small_bounds,
+                                                              monkeypatch):
+    """What the caches hold is of the version a compaction replaces: the writer connects
+    again first, so that it does not sit under the compaction's own memory."""
+    monkeypatch.setattr(lance_caches, "LET_GO_BEFORE_COMPACTION_BYTES", 1)
+    at_compaction, after_searches = held_at_each_compaction(tmp_path, monkeypatch)
+    assert len(at_compaction) >= 4, at_compaction
+    assert max(at_compaction) < 0.1 * min(after_searches), (at_compaction, after_searches)
+
+
+def test_caches_too_small_to_matter_stay_through_a_compaction(tmp_path, small_bounds,
+                                                               monkeypatch):
+    """The control, and the threshold: caches below it are kept (searches under way keep
+    what they read), so each compaction after the first finds what the searches left."""
+    monkeypatch.setattr(lance_caches, "LET_GO_BEFORE_COMPACTION_BYTES", 1 << 30)
+    at_compaction, after_searches = held_at_each_compaction(tmp_path, monkeypatch)
+    assert min(at_compaction[1:]) > 0.5 * min(after_searches), (at_compaction, after_searches)
+
+
 def counted(name: str, lookup, calls: list[str]):
     """``lookup`` noting its ``name`` in ``calls`` each time it runs."""
     def run(*args, **kwargs):

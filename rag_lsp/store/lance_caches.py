@@ -45,6 +45,10 @@ import lancedb
 INDEX_CACHE_MIN_BYTES = 64 * 1024 * 1024
 INDEX_CACHE_BYTES_PER_ROW = 1024
 METADATA_CACHE_BYTES = 16 * 1024 * 1024
+# A writer connects again before a compaction too (ChunkStore._let_go_of_caches) once its caches
+# hold this much: below it they add little to the compaction's peak, and reading them again
+# would cost the searches under way more than they save.
+LET_GO_BEFORE_COMPACTION_BYTES = 8 * 1024 * 1024
 # When an index is opened, or a compaction changed nothing, a store connects again only once
 # its rows want this much more index cache than it has.
 REFIT_GROWTH = 1.25
@@ -59,6 +63,12 @@ def outgrown(cache_bytes: int, rows: int) -> bool:
     """Whether a connection with an index cache of ``cache_bytes`` should make way for one
     sized to ``rows`` rows."""
     return index_cache_bytes(rows) > REFIT_GROWTH * cache_bytes
+
+
+def worth_letting_go(held_bytes: int) -> bool:
+    """Whether a writer holding ``held_bytes`` in its caches should let go of them before a
+    compaction."""
+    return held_bytes >= LET_GO_BEFORE_COMPACTION_BYTES
 
 
 def new_session(cache_bytes: int) -> lancedb.Session:

@@ -28,7 +28,13 @@ from lancedb.index import FTS
 from rag_lsp.errors import IndexCorruptError, RagLspError
 from rag_lsp.store.failures import transient_failure
 from rag_lsp.store.integrity import FileDigests
-from rag_lsp.store.lance_caches import connect, index_cache_bytes, new_session, outgrown
+from rag_lsp.store.lance_caches import (
+    connect,
+    index_cache_bytes,
+    new_session,
+    outgrown,
+    worth_letting_go,
+)
 from rag_lsp.store.lance_queries import nearest_rows, text_rows
 from rag_lsp.store.manifest import REBUILD_HINT
 from rag_lsp.store.private import private_dir
@@ -909,6 +915,7 @@ class ChunkStore:
         with self._write_lock:
             self._settle_replace()
             before = self._chunks.version
+            emptied = self._let_go_of_caches()
             with self._moving_rows():
                 self._compact()
                 rows, trained, segments = self._training_state()
@@ -923,8 +930,26 @@ class ChunkStore:
                 log.warning("could not connect again to %s (%s): its caches stay as they are",
                             self.index_dir, exc)
                 stale = False
-        if stale:
+        if stale or emptied:
             self._warm_caches()
+
+    def _let_go_of_caches(self) -> bool:
+        """Before a compaction: connect again, with empty caches, when the ones this store has
+        hold enough to matter (:func:`~rag_lsp.store.lance_caches.worth_letting_go`). What
+        they hold is of the version the compaction replaces (the writer connects again after
+        it anyway), and it would sit under the compaction's own memory at its peak: at 100k
+        chunks 43-49 MB under +22-30 MB (bench/README.md, "LanceDB's caches let go of before
+        a compaction"). Searches during the compaction read what they need again. Whether it
+        did."""
+        if not worth_letting_go(self.cached_bytes()) or self.moved():
+            return False
+        try:
+            self._fit_caches(stale=True)
+        except (OSError, RuntimeError, ValueError) as exc:
+            log.warning("could not connect again to %s before a compaction (%s): its caches "
+                        "stay as they are", self.index_dir, exc)
+            return False
+        return True
 
     def _warm_caches(self) -> None:
         """A few vector lookups and one full-text lookup of each column, in the writer's
