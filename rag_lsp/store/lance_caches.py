@@ -1,4 +1,4 @@
-"""What LanceDB may cache for one index: bounded, sized to the index, and let go of after
+"""What LanceDB may cache for one index: bounded, sized to the index, and let go of around
 each compaction.
 
 LanceDB caches what it has opened, per connection: index data (an IVF partition's 8-bit
@@ -16,7 +16,11 @@ Two rules:
   version's index data is read into empty ones, partly by the writer itself (a few lookups,
   ``ChunkStore._warm_caches``), the rest by the searches. The full-text indexes are new after
   a compaction anyway; the ANN index's first segment, unchanged between trainings, is read
-  again.
+  again. It connects again before the compaction too, when its caches hold
+  :data:`LET_GO_BEFORE_COMPACTION_BYTES` or more (``ChunkStore._let_go_of_caches``): what they
+  hold is of the version the compaction replaces, and it sat under the compaction's own
+  memory at its peak (43-49 MB at 100k chunks; bench/README.md, "LanceDB's caches let go of
+  before a compaction").
 - Every connection's caches are bounded: index data :data:`INDEX_CACHE_BYTES_PER_ROW` a
   chunk, at least :data:`INDEX_CACHE_MIN_BYTES`; metadata :data:`METADATA_CACHE_BYTES`. That
   bounds what a reader that never compacts (a CLI, an MCP server beside the writer) gathers
@@ -46,8 +50,9 @@ INDEX_CACHE_MIN_BYTES = 64 * 1024 * 1024
 INDEX_CACHE_BYTES_PER_ROW = 1024
 METADATA_CACHE_BYTES = 16 * 1024 * 1024
 # A writer connects again before a compaction too (ChunkStore._let_go_of_caches) once its caches
-# hold this much: below it they add little to the compaction's peak, and reading them again
-# would cost the searches under way more than they save.
+# hold this much: below it there is little to take off the compaction's peak, not worth a new
+# connection. Not tuned: at 100k chunks they held 43-49 MB, where searches beside a compaction
+# took the same time either way.
 LET_GO_BEFORE_COMPACTION_BYTES = 8 * 1024 * 1024
 # When an index is opened, or a compaction changed nothing, a store connects again only once
 # its rows want this much more index cache than it has.

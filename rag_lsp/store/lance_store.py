@@ -276,17 +276,17 @@ class ChunkStore:
         the rows, and the metadata cache: see :mod:`rag_lsp.store.lance_caches`)."""
         return self._session.size_bytes
 
-    def _fit_caches(self, *, stale: bool = False) -> None:
+    def _fit_caches(self, *, stale: bool = False) -> bool:
         """Connect again, with empty LanceDB caches sized to the chunks table, never smaller
         than before (see :mod:`rag_lsp.store.lance_caches`), when the ones it has hold
         ``stale`` entries (the writer, after a compaction wrote new index files) or have
         become too small for the rows (the writer then too, a reader that meets a grown
         table, or the store being opened). The caller holds the write lock, or the store is
         being made. Reads under way finish on the handles they took, the next ones
-        check the new handle out at their version."""
+        check the new handle out at their version. Whether it connected again."""
         rows = self._chunks.count_rows()
         if not (stale or outgrown(self._cache_bytes, rows)) or self.moved():
-            return
+            return False
         cache_bytes = max(self._cache_bytes, index_cache_bytes(rows))
         session = new_session(cache_bytes)
         db = connect(self.index_dir, session)
@@ -295,6 +295,7 @@ class ChunkStore:
             self._db, self._chunks, self._files, self._view = db, chunks, files, view
             self._view_at = None
             self._session, self._cache_bytes = session, cache_bytes
+        return True
 
     def moved(self) -> bool:
         """True once the chunks table's folder is not the one this object opened: a rebuild
@@ -909,9 +910,10 @@ class ChunkStore:
         26 fragments, and their deleted rows, that 25 segments had kept apart).
         The training and that second compaction, which rewrites every row (the highest peak
         of memory at 100k chunks), run inside ``around_rewrite()``: the caller's chance to
-        set other memory aside. Then, if the table changed, the store connects again, with
-        empty caches: what LanceDB cached of the versions before is of no more use (see
-        lance_caches)."""
+        set other memory aside. Before the first compaction the store connects again, with
+        empty caches, if the ones it has hold enough to matter (:meth:`_let_go_of_caches`);
+        after, if the table changed: what LanceDB cached of the versions before is of no more
+        use (see lance_caches)."""
         with self._write_lock:
             self._settle_replace()
             before = self._chunks.version
@@ -941,15 +943,14 @@ class ChunkStore:
         chunks 43-49 MB under +22-30 MB (bench/README.md, "LanceDB's caches let go of before
         a compaction"). Searches during the compaction read what they need again. Whether it
         did."""
-        if not worth_letting_go(self.cached_bytes()) or self.moved():
+        if not worth_letting_go(self.cached_bytes()):
             return False
         try:
-            self._fit_caches(stale=True)
+            return self._fit_caches(stale=True)
         except (OSError, RuntimeError, ValueError) as exc:
             log.warning("could not connect again to %s before a compaction (%s): its caches "
                         "stay as they are", self.index_dir, exc)
             return False
-        return True
 
     def _warm_caches(self) -> None:
         """A few vector lookups and one full-text lookup of each column, in the writer's
