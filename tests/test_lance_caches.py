@@ -197,6 +197,26 @@ def test_caches_too_small_to_matter_stay_through_a_compaction(tmp_path, small_bo
     assert min(at_compaction[1:]) > 0.5 * min(after_searches), (at_compaction, after_searches)
 
 
+def test_a_failure_to_connect_again_keeps_the_old_handles(tmp_path, small_bounds, monkeypatch,
+                                                          caplog):
+    """Connecting again is housekeeping: if it fails, before or after a committed compaction,
+    the store logs it and goes on with the handles it has."""
+    monkeypatch.setattr(lance_caches, "LET_GO_BEFORE_COMPACTION_BYTES", 1)
+    store, rng = indexed_store(tmp_path)
+    edit_and_search(store, rng, 1)  # caches filled: the writer would let go of them
+
+    def refused(*_args, **_kwargs):
+        raise OSError("too many open files")
+
+    monkeypatch.setattr(lance_store, "connect", refused)
+    fresh = edit_and_optimize(store, rng, 1)
+    assert store.vector_search(fresh[4], 1)[0]["id"] == "pkg/m1.py#104"
+    failures = [m for m in (r.getMessage() for r in caplog.records)
+                if "could not connect again" in m]
+    assert any("before a compaction" in m for m in failures), failures
+    assert any("after a compaction" in m for m in failures), failures
+
+
 def counted(name: str, lookup, calls: list[str]):
     """``lookup`` noting its ``name`` in ``calls`` each time it runs."""
     def run(*args, **kwargs):

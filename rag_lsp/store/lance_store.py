@@ -925,14 +925,10 @@ class ChunkStore:
                     with around_rewrite():
                         build_vector_index(self._chunks, rows)
                         self._compact()
-            stale = self._chunks.version != before
-            try:
-                self._fit_caches(stale=stale)
-            except (OSError, RuntimeError, ValueError) as exc:  # the compaction is committed
-                log.warning("could not connect again to %s (%s): its caches stay as they are",
-                            self.index_dir, exc)
-                stale = False
-        if stale or emptied:
+            # (a failure after a committed compaction is not damage: the old handles stay)
+            refitted = self._fit_caches_or_keep(stale=self._chunks.version != before,
+                                                when="after a compaction")
+        if refitted or emptied:
             self._warm_caches()
 
     def _let_go_of_caches(self) -> bool:
@@ -945,11 +941,16 @@ class ChunkStore:
         did."""
         if not worth_letting_go(self.cached_bytes()):
             return False
+        return self._fit_caches_or_keep(stale=True, when="before a compaction")
+
+    def _fit_caches_or_keep(self, *, stale: bool, when: str) -> bool:
+        """:meth:`_fit_caches`, with a failure to connect again logged and the old handles
+        kept. Whether it connected again."""
         try:
-            return self._fit_caches(stale=True)
+            return self._fit_caches(stale=stale)
         except (OSError, RuntimeError, ValueError) as exc:
-            log.warning("could not connect again to %s before a compaction (%s): its caches "
-                        "stay as they are", self.index_dir, exc)
+            log.warning("could not connect again to %s %s (%s): its caches stay as they are",
+                        self.index_dir, when, exc)
             return False
 
     def _warm_caches(self) -> None:
