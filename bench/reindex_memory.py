@@ -25,9 +25,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import resource
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -124,7 +126,8 @@ class StepMemory:
 def run(args: argparse.Namespace, work: Path) -> dict:
     ws = open_copied_workdir(work)
     root, embedder = ws.root, ws.embedder
-    out: dict = {"chunks": ws.status().chunks}
+    out: dict = {"chunks": ws.status().chunks,
+                 "table_format": data_file_format(ws.index_dir / "chunks.lance")}
     for query in make_queries(args.searches, args.seed):
         ws.search(query)  # the query model and the in-memory copies a server holds
     time.sleep(2)  # the in-memory copy loads in the background after the first searches
@@ -147,8 +150,22 @@ def run(args: argparse.Namespace, work: Path) -> dict:
     return out
 
 
+def data_file_format(table_dir: Path) -> str:
+    """The Lance file format(s) of a table's data files, as written in their footers
+    (major.minor: 0.1-0.2 Lance's first, 0.3 is 2.0, 2.n is 2.n). LanceDB makes new tables in
+    its default, which moves with its releases (2.1, then 2.2), and a compaction's memory
+    depends on it (bench/README.md, "What a retraining holds, and Lance's file formats")."""
+    found = set()
+    for data_file in (table_dir / "data").glob("*.lance"):
+        with open(data_file, "rb") as handle:
+            handle.seek(-8, os.SEEK_END)
+            found.add("{}.{}".format(*struct.unpack("<HH", handle.read(4))))
+    return ", ".join(sorted(found)) or "no data files"
+
+
 def print_table(r: dict) -> None:
-    print(f"{r['chunks']} chunks; idle after the searches {r['idle_mb']} MB")
+    print(f"{r['chunks']} chunks, data files in Lance format {r['table_format']}; "
+          f"idle after the searches {r['idle_mb']} MB")
     for n, run in enumerate(r["runs"], start=1):
         print(f"\nrun {n}: {run['files_rewritten']} files rewritten, "
               f"{run['chunks_written']} chunks written in {run['seconds']} s")
