@@ -30,8 +30,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from engine_latency import run_child  # this script's folder is on the import path
-from server_latency import RESULTS, pct, workdir_problem
+# Nothing heavy before the child's set-up (see bench_basics)
+from bench_basics import pct, workdir_problem  # this script's folder is on the import path
+from engine_latency import run_child
+from index_workspace import RESULTS
 
 HERE = Path(__file__).resolve().parent
 WARM_UP = 40

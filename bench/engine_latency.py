@@ -25,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-from server_latency import pct  # this script's folder is on the import path
+from bench_basics import pct  # this script's folder is on the import path
 
 HERE = Path(__file__).resolve().parent
 WARM_UP, SETTLE_SECONDS, AFTER_SETTLE = 30, 6.0, 20

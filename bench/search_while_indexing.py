@@ -27,8 +27,9 @@ import threading
 import time
 from pathlib import Path
 
-from engine_latency import run_child  # this script's folder is on the import path
-from server_latency import make_queries, pct, rewrite
+# Nothing heavy before the child's set-up (see bench_basics)
+from bench_basics import pct  # this script's folder is on the import path
+from engine_latency import run_child
 
 HERE = Path(__file__).resolve().parent
 WARM_UP, SETTLE_SECONDS = 30, 6.0
@@ -41,6 +42,8 @@ def child(index_dir: Path, root: Path, share: float, spacing: float, seed: int) 
     import rag_lsp.memory
 
     set_up_as_the_command(rag_lsp.memory)
+    from server_latency import make_queries, rewrite
+
     import rag_lsp
     from rag_lsp.config import Settings
     from rag_lsp.store import vector_cache

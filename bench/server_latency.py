@@ -61,6 +61,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest_lsp
+from bench_basics import pct, workdir_problem  # noqa: F401 (other benches take them from here)
 from index_workspace import RESULTS, Vocab, gen_markdown, gen_python, generate
 from lsprotocol import types
 from pygls.protocol import JsonRPCNotification, JsonRPCResponseMessage, default_converter
@@ -87,11 +88,6 @@ def plain_json():
     for message in (JsonRPCResponseMessage, JsonRPCNotification):
         converter.register_structure_hook(message, lambda obj, cls: cls(**obj))
     return converter
-
-
-def pct(values: list[float], q: float) -> float:
-    s, i = sorted(values), (len(values) - 1) * q
-    return s[int(i)] + (s[min(int(i) + 1, len(s) - 1)] - s[int(i)]) * (i - int(i))
 
 
 def stats(ms: list[float], **extra) -> dict:
@@ -331,15 +327,6 @@ def build_with_stand_in_vectors(root: Path, index: Path) -> None:
         ws.close()
     log(f"index built with stand-in vectors in {time.perf_counter() - started:.0f} s: "
         f"{report}")
-
-
-def workdir_problem(workdir: Path) -> str | None:
-    """What keeps ``workdir`` from being copied and opened by :func:`open_copied_workdir`, or
-    ``None``."""
-    if (workdir / "ws").is_dir() and any(workdir.glob("index/*/manifest.json")):
-        return None
-    return (f"{workdir} has no ws/ and index/: make one with bench/server_latency.py "
-            "--workdir DIR (--stand-in-vectors at 100k chunks)")
 
 
 def open_copied_workdir(work: Path) -> Workspace:
