@@ -82,12 +82,21 @@ def _split_terms(word: str) -> tuple[str, ...]:
     return (stem(word),)
 
 
+def query_parts(word: str) -> list[str]:
+    """What else of a query's word is looked for besides the word: the pieces of an
+    identifier, without those that are only digits. The ``10`` of ``zqc10`` or ``utf8``'s
+    ``8`` names nothing alone, and searched for it found every file under ``pkg10/`` before
+    the one file that had ``zqc10`` in it. A number the query writes as a word of its own
+    (``error 404``) stays a word."""
+    parts = split_identifier(word)
+    return [p for p in parts if not p.isdigit()] if len(parts) > 1 else []
+
+
 def query_terms(text: str) -> list[str]:
     """The content terms of a query, stemmed, in order, without stop words or repeats."""
     out: list[str] = []
     for word in words(text):
-        parts = split_identifier(word)
-        for piece in [word, *parts] if len(parts) > 1 else [word]:
+        for piece in [word, *query_parts(word)]:
             lowered = piece.lower()
             if len(lowered) > 1 and lowered not in STOP_WORDS:
                 out.append(stem(lowered))

@@ -421,3 +421,15 @@ def test_a_query_whose_words_meet_in_no_one_file_is_less_answerable():
     # identifier lookups and lexical mode do not use it
     assert answerable(analyze("Depends"), 0.0, 1.0, 0.0) == 1.0
     assert answerable(analyze("where is the cache"), None, 1.0, 0.0) == 1.0
+
+
+def test_the_digits_of_an_identifier_are_no_word_of_their_own():
+    """``zqc10`` is looked for as itself and ``zqc``, not as ``10`` too: searched for, ``10``
+    matched every file under a folder ``pkg10`` (in its path) before the one file that had
+    ``zqc10`` in it. A number written as a word of its own stays one."""
+    q = analyze("zqc10")
+    assert (q.terms, q.path_words, q.fulltext) == (("zqc10", "zqc"), ("zqc10", "zqc"), "zqc10")
+    assert "8" not in analyze("utf8 decode").terms
+    assert "http" in analyze("parseHTTPResponse_v2").terms
+    assert "404" in analyze("error 404").terms
+    assert query_terms("module 199") == ["modul", "199"]

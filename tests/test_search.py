@@ -158,3 +158,20 @@ def test_a_one_chunk_workspace_still_answers_what_it_holds(tmp_path, embedder):
     found = ws.search("retry a failing job with backoff").results
     assert [r.path for r in found] == ["runner.py"]
     assert ws.search("chocolate chip cookie recipe").results == []
+
+
+def test_an_identifier_ending_in_digits_is_found_before_folders_named_with_them(tmp_path,
+                                                                               embedder):
+    """The one document that has ``zqc10`` comes first, not the files under ``pkg10/``."""
+    root = tmp_path / "ws"
+    for n in range(6):
+        write = root / "pkg10" / f"mod_{n}.py"
+        write.parent.mkdir(parents=True, exist_ok=True)
+        write.write_text(f"def handler_{n}(request):\n    return request.body[{n}]\n", "utf-8")
+    (root / "docs").mkdir()
+    (root / "docs" / "notes.md").write_text(
+        "# Notes\n\nThe probe calls zqc10 once the queue drains.\n", "utf-8")
+    ws = Workspace.open(root, Settings.from_dict({}), embedder=embedder)
+    ws.index()
+    for mode in ("lexical", "hybrid"):
+        assert ws.search("zqc10", mode=mode).results[0].path == "docs/notes.md", mode

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from rag_lsp.terms import STOP_WORDS, query_terms, split_identifier, stem
+from rag_lsp.terms import STOP_WORDS, query_parts, query_terms, split_identifier, stem
 
 _TOKEN = re.compile(r"[A-Za-z_$][\w$]*(?:(?:::|\.|->|\\)[A-Za-z_$][\w$]*)*")
 # camelCase, PascalCase with a second hump, snake_case, SCREAMING_CASE, digits inside
@@ -65,7 +65,7 @@ def analyze(query: str) -> QueryAnalysis:
                                   and all(is_identifier(t) for t in tokens))
     path_words: list[str] = []
     for token in tokens:
-        for part in [token, *split_identifier(token)]:
+        for part in [token, *query_parts(token)]:
             lowered = part.lower()
             if len(lowered) > 1 and lowered not in path_words and lowered not in _SKIP_PATH:
                 path_words.append(lowered)
@@ -73,7 +73,7 @@ def analyze(query: str) -> QueryAnalysis:
     asks_for = frozenset(role for role, names in ROLE_WORDS.items()
                          if lowered_words & set(names))
     extra = [p.lower() for t in tokens if is_identifier(t) or single
-             for p in split_identifier(t)]
+             for p in query_parts(t) or split_identifier(t)]
     fulltext = f"{query} {' '.join(dict.fromkeys(extra))}" if len(extra) > 1 else query
     return QueryAnalysis(query, tuple(identifiers), tuple(query_terms(query)),
                          tuple(w for w in path_words
