@@ -113,8 +113,11 @@ def add_function(path: Path, token: str) -> None:
 class Session:
     """One server process with one workspace folder, and what it sent us."""
 
-    def __init__(self, root: Path, index: Path, caps: str):
+    def __init__(self, root: Path, index: Path, caps: str, env: dict[str, str] | None = None):
+        """``env``: the server's environment (default: this process's), e.g. a PYTHONPATH
+        to run another checkout's server."""
         self.root, self.index, self.caps, self.statuses = root, index, caps, []
+        self.env = env
         self.client = pytest_lsp.LanguageClient(converter_factory=plain_json)
         pytest_lsp.client.register_lsp_features(self.client)  # as make_test_lsp_client()
         self.client.feature(RAG_INDEX_STATUS)(lambda params: self.statuses.append(params))
@@ -125,7 +128,8 @@ class Session:
         # From the workspace's folder: `-m` puts the current folder first on the import
         # path, and a server started from this checkout ran its code even with PYTHONPATH
         # pointing at another checkout to compare (as it did until 2026-11-25).
-        await self.client.start_io(sys.executable, "-m", "rag_lsp", "serve", cwd=self.root)
+        await self.client.start_io(sys.executable, "-m", "rag_lsp", "serve", cwd=self.root,
+                                   env=self.env)
         await self.client.initialize_session(types.InitializeParams(
             capabilities=pytest_lsp.client_capabilities(self.caps), root_uri=self.root.as_uri(),
             workspace_folders=[types.WorkspaceFolder(uri=self.root.as_uri(), name="ws")],
@@ -138,6 +142,9 @@ class Session:
     async def wait_for(self, state: str, after: int, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while not any(s["state"] == state for s in self.statuses[after:]):
+            stuck = [s for s in self.statuses[after:] if s["state"] == "degraded"]
+            if stuck:  # (no model: it never indexes)
+                raise RuntimeError(f"the server is degraded: {stuck[-1]}")
             if time.monotonic() > deadline:
                 raise TimeoutError(f"no {state!r} within {timeout} s: {self.statuses[-1:]}")
             await asyncio.sleep(0.05)

@@ -37,6 +37,7 @@ from rag_lsp.errors import (
     RagLspError,
     WorkspaceClosedError,
 )
+from rag_lsp.indexing.file_text import draft_saved
 from rag_lsp.indexing.indexer import Indexer
 from rag_lsp.indexing.progress import IndexProgress, IndexReport, ProgressCallback
 from rag_lsp.indexing.scan import WorkspaceFilter
@@ -402,30 +403,51 @@ class Workspace:
 
     def update(self, rel_paths: list[str]) -> IndexReport:
         """Re-index just these paths (workspace-relative or absolute): created, changed or
-        deleted files, or deleted folders."""
-        self._require_model()
-        with self._index_lock, self._writing():
-            report = self._indexer(self._open_store(for_writing=True)).update_paths(rel_paths)
-            if report.files_indexed or report.files_removed:
-                self._stamp()
-            return report
+        deleted files, or deleted folders. Drafts of them (:meth:`draft_saved`) from before
+        it reads them go when it ends, also if it fails: the index is the truth then."""
+        read_from = self._draft.mark() if self._draft is not None else 0
+        try:
+            self._require_model()
+            with self._index_lock, self._writing():
+                report = self._indexer(
+                    self._open_store(for_writing=True)).update_paths(rel_paths)
+                if report.files_indexed or report.files_removed:
+                    self._stamp()
+                return report
+        finally:
+            if self._draft is not None:
+                rules = self.event_filter()
+                self._draft.discard((r for r in map(rules.relative, rel_paths) if r),
+                                    drafted_before=read_from)
 
-    def compact(self, *, force: bool = False) -> None:
+    def draft_saved(self, rel_paths: list[str]) -> int:
+        """Make these changed paths searchable by their words now, as they are on disk, ahead
+        of their :meth:`update` (which may wait behind another write: a compaction that trains
+        the ANN index again takes tens of seconds at 100k chunks); a deleted one is no longer
+        found. None of a burst of more than ``DRAFT_SAVED_MAX_FILES``, and none without
+        ``lexicalFirst``. How many paths were drafted."""
+        if self._draft is None:
+            return 0
+        return draft_saved(self._draft, self.event_filter(), rel_paths, self.priority.wait_turn)
+
+    def compact(self, *, force: bool = False) -> bool:
         """Compact the tables and fold rows written by :meth:`update` into the indexes, if
         that is due (see ``ChunkStore.needs_optimize``) or ``force``; worth asking once a
-        burst of updates has settled."""
+        burst of updates has settled. Whether it compacted."""
         self._require_model()
         with self._index_lock:
             try:
                 self._writer.acquire(wait=False)
             except IndexBusyError:
-                return  # the process writing now compacts after its own run if due
+                return False  # the process writing now compacts after its own run if due
             try:
                 self._index.settle()
                 store = self._open_store(for_writing=True)
                 store.ensure_fts_index()
-                if force or store.needs_optimize():
-                    store.optimize(self._bulk_session_set_aside)
+                if not (force or store.needs_optimize()):
+                    return False
+                store.optimize(self._bulk_session_set_aside)
+                return True
             finally:
                 self._writer.release()
                 after_work()

@@ -63,7 +63,7 @@ def test_a_window_is_found_by_its_words_and_leaves_with_its_file():
     assert "reconcile_ledger" in rows[0]["text"]
     draft.discard(["a.py"])
     assert [r["path"] for r in draft.search(["reconcil", "ledger"], (), 10)] == ["b.py"]
-    draft.clear()
+    draft.discard()
     assert len(draft) == 0 and draft.search(["ledger"], (), 10) == []
 
 
@@ -89,6 +89,36 @@ def test_filters_apply_and_a_full_draft_takes_no_more():
     assert not draft.add("src/big.py", "ledger\n" * 100, "python")
     only_python = lambda row: row["language"] == "python"  # noqa: E731
     assert [r["path"] for r in draft.search(["ledger"], (), 10, only_python)] == ["src/a.py"]
+
+
+def test_an_entry_drafted_after_a_mark_outlives_a_discard_of_what_came_before():
+    """A reader of a file after ``mark()`` (an update, a run) ends the drafts it has caught
+    up with; a file saved again meanwhile keeps its newer draft."""
+    draft = DraftIndex()
+    draft.add("a.py", "ledger = 1\n", "python")
+    draft.add("b.py", "ledger = 2\n", "python")
+    mark = draft.mark()
+    draft.add("b.py", "ledger = 3\nquota = 4\n", "python")  # saved again after the mark
+    draft.discard(["a.py", "b.py"], drafted_before=mark)
+    assert draft.paths() == {"b.py"}
+    assert [r["text"] for r in draft.search(["quota"], (), 10)] == ["ledger = 3\nquota = 4"]
+    draft.discard(drafted_before=draft.mark())
+    assert len(draft) == 0 and draft.search(["ledger"], (), 10) == []
+
+
+def test_a_file_drafted_empty_is_held_with_nothing_to_find():
+    """A deleted file: held (so a search takes none of its stored chunks), found by nothing."""
+    draft = DraftIndex()
+    assert draft.add("gone.py", "", "")
+    assert draft.paths() == {"gone.py"} and draft.search(["gone"], (), 10) == []
+
+
+def test_a_newer_text_that_no_longer_fits_drops_the_older_one():
+    draft = DraftIndex(max_bytes=100)
+    assert draft.add("src/a.py", "ledger = 1\n", "python")
+    assert not draft.add("src/a.py", "ledger\n" * 100, "python")
+    assert draft.paths() == frozenset() and draft.search(["ledger"], (), 10) == []
+    assert draft.add("src/b.py", "x" * 99, "python")  # what the old text held is free again
 
 
 # ---- through a workspace, real model and real LanceDB --------------------------------------
@@ -176,3 +206,22 @@ def test_drafts_still_answer_once_some_files_are_embedded(tmp_path: Path, embedd
         runner.join(300)
     assert during and during[0].path == "zz/ledger.py"
     assert (during[0].kind, during[0].symbol) == ("text", "")
+
+
+def test_a_run_stopped_while_it_drafts_leaves_nothing_drafted(tmp_path: Path, embedder,
+                                                             monkeypatch):
+    root = tmp_path / "ws"
+    write_files(root, _workspace_files(DRAFT_MIN_FILES + 5))
+    ws = Workspace.open(root, Settings.from_dict({}), embedder=embedder)
+    pauses = 0
+
+    def stop_after_a_few_files() -> None:
+        nonlocal pauses
+        pauses += 1
+        if pauses == 6:  # five files drafted
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(ws.priority, "wait_turn", stop_after_a_few_files)
+    with pytest.raises(KeyboardInterrupt):
+        ws.index()
+    assert pauses == 6 and ws.drafted_files() == 0

@@ -212,17 +212,26 @@ class WorkspaceKeeper:
         log.info("%s: %s", self.root, report.summary())
 
     def _on_paths(self, paths: list[str]) -> None:
-        """From the watcher's thread: note the changes that can matter."""
+        """From the watcher's thread: note the changes that can matter, drafted by their
+        words first (``Workspace.draft_saved``: searchable while the update waits behind a
+        compaction or a run; drafted before they are pending, so no update reads one before
+        its draft)."""
+        rels = [rel for rel in map(self._rules.relative, paths) if rel is not None]
+        changed = [rel for rel in rels if rel != CONFIG_FILE_NAME and self._rules.may_matter(rel)]
+        ws = self._workspace
+        if changed and ws is not None:
+            try:
+                ws.draft_saved(changed)
+            except Exception as exc:  # a head start only: the update follows regardless
+                log.warning("%s: could not draft %d changed files: %s", self.root,
+                            len(changed), exc)
         with self._changed:
-            for path in paths:
-                rel = self._rules.relative(path)
-                if rel == CONFIG_FILE_NAME:
-                    self._reopen = True
-                elif rel is not None and self._rules.may_matter(rel):
-                    if self._rules.is_rule_file(rel):
-                        self._rules.forget(rel)
-                        self._rescan = True
-                    self._pending.add(rel)
+            self._reopen = self._reopen or CONFIG_FILE_NAME in rels
+            for rel in changed:
+                if self._rules.is_rule_file(rel):
+                    self._rules.forget(rel)
+                    self._rescan = True
+                self._pending.add(rel)
             if self._pending or self._rescan or self._reopen:
                 self._changed.notify_all()
 

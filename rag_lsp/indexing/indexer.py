@@ -18,12 +18,12 @@ from pathlib import Path
 
 import numpy as np
 
-from rag_lsp.chunking import Chunk, ChunkOptions, chunk_document, language_for
+from rag_lsp.chunking import Chunk, ChunkOptions, chunk_document
 from rag_lsp.chunking.definitions import defined_names
-from rag_lsp.chunking.long_lines import looks_minified
 from rag_lsp.config import Settings
 from rag_lsp.embedding.shared_cache import EmbeddingCache
 from rag_lsp.embedding.tokenizer import ModelTokenCounter
+from rag_lsp.indexing.file_text import read_for_index, text_to_index
 from rag_lsp.indexing.lexical_text import lexical_text
 from rag_lsp.indexing.progress import IndexProgress, IndexReport, ProgressCallback
 from rag_lsp.indexing.scan import (
@@ -31,10 +31,8 @@ from rag_lsp.indexing.scan import (
     ScannedFile,
     WorkspaceFilter,
     check_path,
-    read_text_file,
     scan_workspace,
 )
-from rag_lsp.indexing.secrets import redact_secrets
 from rag_lsp.store.draft import DraftIndex
 from rag_lsp.store.lance_store import ChunkStore, FileRecord
 from rag_lsp.terms import text_terms
@@ -54,10 +52,6 @@ OPTIMIZE_EVERY_BATCHES = 4
 # New files a run must have before it drafts them (see rag_lsp.store.draft): a few new files
 # are embedded within seconds anyway.
 DRAFT_MIN_FILES = 20
-
-
-# Skip reason for code whose lines average over 400 characters (a bundle, one-line data).
-MINIFIED = "minified"
 
 # Share of a changed file's progress weight credited once it is read and chunked; the rest
 # follows its chunks through the model. Chunking took about a tenth of a first index of
@@ -168,6 +162,7 @@ class Indexer:
         self._counter = counter
         self._index_dir = index_dir
         self._batches_written = 0
+        self._draft_mark = 0  # see _index_files
         # Paths to drop in the next write's commit (a rename's old name), see update_paths.
         self._removals: list[str] = []
         self._options = ChunkOptions(
@@ -182,21 +177,28 @@ class Indexer:
     def run(self, progress: ProgressCallback | None = None) -> IndexReport:
         """Bring the index up to date with the whole workspace."""
         started = time.monotonic()
-        notify = progress or (lambda _p: None)
-        notify(IndexProgress("scan", message="scanning workspace"))
-        scan = scan_workspace(self.root, self.settings, index_dir=self._index_dir)
-        report = IndexReport(files_scanned=len(scan.files))
-        for reason, paths in scan.skipped.items():
-            report.skip(reason, len(paths))
-        known = self.store.file_records()
-        self._index_files(scan.files, known, report, notify)
-        # Removed last, so a renamed file's chunks can still lend their vectors above.
-        gone = sorted(set(known) - {f.path for f in scan.files})
-        if gone:
-            self.store.remove_files(gone)
-            report.files_removed += len(gone)
-        self._finish(report, started, notify)
-        return report
+        # The run reads every file after this: saved files drafted before are no newer
+        # (deleted ones included: the run removes them).
+        before_run = self._draft.mark() if self._draft is not None else 0
+        try:
+            notify = progress or (lambda _p: None)
+            notify(IndexProgress("scan", message="scanning workspace"))
+            scan = scan_workspace(self.root, self.settings, index_dir=self._index_dir)
+            report = IndexReport(files_scanned=len(scan.files))
+            for reason, paths in scan.skipped.items():
+                report.skip(reason, len(paths))
+            known = self.store.file_records()
+            self._index_files(scan.files, known, report, notify)
+            # Removed last, so a renamed file's chunks can still lend their vectors above.
+            gone = sorted(set(known) - {f.path for f in scan.files})
+            if gone:
+                self.store.remove_files(gone)
+                report.files_removed += len(gone)
+            self._finish(report, started, notify)
+            return report
+        finally:
+            if self._draft is not None:
+                self._draft.discard(drafted_before=before_run)
 
     # ---- a few paths (file events) -------------------------------------------------------
 
@@ -251,12 +253,15 @@ class Indexer:
         meter = _Meter(notify, report, len(files),
                        sum(_weight(f) for f in files if f.path in to_check))
         try:
-            self._draft_new([f for f in files if f.path in to_check and f.path not in known],
-                            notify)
+            try:
+                self._draft_new([f for f in files if f.path in to_check and f.path not in known],
+                                notify)
+            finally:  # every file is read after this: a draft of it from before is no newer
+                self._draft_mark = self._draft.mark() if self._draft is not None else 0
             self._index_checked(files, to_check, known, report, meter, unchanged)
         finally:
-            if self._draft is not None:
-                self._draft.clear()
+            if self._draft is not None:  # (written files went as their chunks landed)
+                self._draft.discard((f.path for f in files), drafted_before=self._draft_mark)
         if unchanged:
             self.store.touch_files(unchanged)
 
@@ -330,15 +335,10 @@ class Indexer:
         return _Pending(record, chunks, language, _weight(scanned))
 
     def _read(self, scanned: ScannedFile) -> tuple[FileContent | str, str]:
-        """The file's content, or why it is skipped; and its language."""
-        content = read_text_file(scanned.abs_path, self.settings.max_file_bytes)
-        language = language_for(scanned.path)
-        if isinstance(content, FileContent) and looks_minified(content.text, language):
-            content = MINIFIED  # no structure to find, and many minutes of embedding
-        return content, language
+        return read_for_index(scanned, self.settings)
 
     def _text_to_index(self, content: FileContent) -> str:
-        return redact_secrets(content.text) if self.settings.secret_filter else content.text
+        return text_to_index(content, self.settings)
 
     def _write(self, pending: list[_Pending], report: IndexReport, meter: _Meter) -> None:
         embed_texts = [c.embed_text for item in pending for c in item.chunks]
@@ -407,7 +407,8 @@ class Indexer:
         # the rest is indexed (later rows are searched unindexed until optimize folds them in).
         self.store.ensure_fts_index()
         if self._draft is not None:  # the real chunks answer from now on (full text included)
-            self._draft.discard(item.record.path for item in pending)
+            self._draft.discard((item.record.path for item in pending),
+                                drafted_before=self._draft_mark)
         if self._batches_written % OPTIMIZE_EVERY_BATCHES == 0:
             self.store.optimize(self._around_rewrite)
 

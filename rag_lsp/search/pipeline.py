@@ -101,8 +101,12 @@ def _retrieve(index: SearchIndex, q: QueryAnalysis, mode: str, limit: int, where
               filters: SearchFilters) -> tuple[list[Candidate], np.ndarray | None]:
     store = index.store
     lexical = mode != "vector"
+    # A drafted file's stored chunks (if any) are of its text before a save: what words find
+    # is its drafted windows. A vector search has only the stored chunks' meaning to go by.
+    reads_draft = lexical and index.draft is not None and not filters.kinds
+    shadowed = index.draft.paths() if reads_draft else frozenset()
     drafted = (index.draft.search(q.terms, q.identifiers, limit, draft_filter(filters))
-               if lexical and index.draft and not filters.kinds else [])
+               if shadowed else [])
     if where == "(false)":  # no indexed file passes the filters; drafted ones may
         return [Candidate(row) for row in drafted], None
     # Full-text and definition lookups run beside embedding + vector search (both release
@@ -119,20 +123,18 @@ def _retrieve(index: SearchIndex, q: QueryAnalysis, mode: str, limit: int, where
     found: dict[str, Candidate] = {}
     if query_vector is not None:
         for row in store.vector_search(query_vector, limit, where):
-            found[row["id"]] = Candidate(row, row["cosine"])
+            if row["path"] not in shadowed:
+                found[row["id"]] = Candidate(row, row["cosine"])
     for future in (text_rows, definition_rows):
         for row in future.result() if future is not None else ():
-            if row["id"] in found:
+            if row["id"] in found or row["path"] in shadowed:
                 continue
             vector = row.pop("vector", None)
             cosine = (float(np.asarray(vector, dtype=np.float32) @ query_vector)
                       if query_vector is not None and vector is not None else None)
             found[row["id"]] = Candidate(row, cosine)
-    # A drafted file has no vectors yet; its written chunks, once there, replace it.
-    written = {c.path for c in found.values()}
-    for row in drafted:
-        if row["path"] not in written:
-            found[row["id"]] = Candidate(row)
+    for row in drafted:  # no vectors yet: word evidence alone
+        found[row["id"]] = Candidate(row)
     return list(found.values()), query_vector
 
 

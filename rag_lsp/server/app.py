@@ -1,7 +1,7 @@
 """The language server: state shared by the features, settings, folders, and stdio start-up.
 
 Only pygls wiring lives here; retrieval is the engine's (``Workspace``). Engine work runs on
-executors the server owns (a writer thread per folder, a search pool), never on the loop.
+executors the server owns (a writer and a reader per folder, a search pool), never the loop.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from rag_lsp.errors import RagLspError
 from rag_lsp.priority import SearchFirst
 from rag_lsp.server.client_settings import ClientSettings, only_search_changed
 from rag_lsp.server.errors import RagRequestError, bad_input, not_initialized
-from rag_lsp.server.features import indexing, watching
+from rag_lsp.server.features import file_events, indexing, watching
 from rag_lsp.server.folders import FolderIndex, uri_to_path
 from rag_lsp.server.methods import RAG_INDEX_STATUS, SETTINGS_SECTION
 from rag_lsp.server.registry import FolderRegistry
@@ -47,8 +47,7 @@ def model_key(settings: Settings) -> tuple:
 
 
 class RagServer(LanguageServer):
-    """The server's state: settings, the model, the folders and their jobs (see
-    :class:`rag_lsp.server.state.ServerState` for what features use of it)."""
+    """Settings, the model, the folders and their jobs (features see ``state.ServerState``)."""
 
     def __init__(self) -> None:
         super().__init__(
@@ -68,6 +67,7 @@ class RagServer(LanguageServer):
         self.search_pool = ThreadPoolExecutor(SEARCH_THREADS, thread_name_prefix="rag-search")
         self.priority = SearchFirst()
         self.indexing = indexing.IndexingService(self)
+        self.file_events = file_events.FileEventBatches(self)
         self.watching = watching.WatchService(self)
         self.initialize_received = False  # set by `initialize`; requests before it are refused
         self.started = False

@@ -4,6 +4,7 @@ index, and the bookkeeping that turns file events into index updates."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -48,6 +49,10 @@ class FolderIndex:
     @property
     def closed(self) -> bool:
         return self.jobs.closed
+
+    def mark_updated(self) -> None:
+        """The index took changes now (``lastUpdate``)."""
+        self.last_update = datetime.now(timezone.utc).isoformat(timespec="seconds")
 
     @property
     def running(self) -> bool:

@@ -2,9 +2,11 @@
 
 First index, rebuilds, batches of file events and compaction all run on the folder's single
 writer thread, in the order they were asked for: one writer per index, and jobs that queue
-instead of racing. The owner also holds what the jobs need between them (the running run,
-the events waiting for a batch, the compaction clock) and every task and timer it started, so
-closing the folder — or shutting the server down — cancels all of them in one place.
+instead of racing. Saved files are read ahead of their update, on a reader thread of the
+folder (drafted by their words: a search finds them while the update waits behind a write).
+The owner also holds what the jobs need between them (the running run, the events waiting for
+a batch, the compaction clock) and every task and timer it started, so closing the folder — or
+shutting the server down — cancels all of them in one place.
 
 A cancelled task stops at once; the writer thread is never interrupted. The write under way
 finishes its commit, and an indexing run stops at its next checkpoint between commits (its
@@ -43,6 +45,9 @@ class FolderJobs:
         # Writes run below the searches' CPU priority (index runs, file updates, compaction).
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="rag-index",
                                           initializer=_writer_thread_starts)
+        # Reads ahead of the writer (saved files drafted by their words), one at a time so
+        # that a file's later draft is also the last one added.
+        self._reader = ThreadPoolExecutor(1, thread_name_prefix="rag-draft")
         self._tasks: set[asyncio.Task] = set()
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self.closed = False
@@ -55,6 +60,7 @@ class FolderJobs:
         self.beside = False
         # File events waiting to be applied (folder-relative paths), coalesced.
         self.pending: set[str] = set()
+        self.undrafted: set[str] = set()  # pending paths changed since they were drafted
         self.rescan = False  # an ignore file changed: the next batch rescans the folder
         self.first_pending_at = 0.0
         self.flushing = False
@@ -73,6 +79,14 @@ class FolderJobs:
             raise WorkspaceClosedError("the folder was closed")
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._writer, partial(function, *args, **kwargs))
+
+    async def read(self, function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run ``function`` on the reader thread, beside the writer's work, after every read
+        queued before it. Raises :class:`WorkspaceClosedError` once the folder is closed."""
+        if self.closed:
+            raise WorkspaceClosedError("the folder was closed")
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._reader, partial(function, *args, **kwargs))
 
     def start(self, coroutine: Coroutine[Any, Any, Any]) -> asyncio.Task:
         """A task of this folder: held (and its error logged) until done, cancelled when the
@@ -113,7 +127,9 @@ class FolderJobs:
         for name in list(self._timers):
             self.cancel_timer(name)
         self.pending.clear()
+        self.undrafted.clear()
         self._writer.shutdown(wait=False, cancel_futures=True)
+        self._reader.shutdown(wait=False, cancel_futures=True)
         for task in list(self._tasks):
             task.cancel()
 

@@ -18,13 +18,19 @@ from rag_lsp.server.folders import FolderIndex
 
 
 class IndexingJobs(Protocol):
-    """The per-folder indexing jobs (``features/indexing.py``)."""
+    """The per-folder indexing runs (``features/indexing.py``)."""
 
     def start_run(self, folder: FolderIndex, *, full: bool = False) -> bool: ...
 
+    async def refresh_counts(self, folder: FolderIndex) -> None: ...
+
+
+class FileEvents(Protocol):
+    """File events into updates (``features/file_events.py``)."""
+
     def queue_paths(self, folder: FolderIndex, paths: Iterable[str]) -> None: ...
 
-    async def refresh_counts(self, folder: FolderIndex) -> None: ...
+    def schedule_flush(self, folder: FolderIndex, delay: float | None = None) -> None: ...
 
 
 class FileWatching(Protocol):
@@ -53,6 +59,7 @@ class ServerState(Protocol):
     search_pool: ThreadPoolExecutor
     registry: Folders
     indexing: IndexingJobs
+    file_events: FileEvents
     watching: FileWatching
     embedder: Any
     model_error: Any

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 
 from rag_lsp.server.folders import FolderIndex
 
@@ -37,7 +38,15 @@ async def compact(folder: FolderIndex) -> None:
         return  # a run compacts at its end if due
     jobs.updates_since_compact = 0
     jobs.first_uncompacted_at = 0.0
+
+    def compact_timed() -> float | None:
+        started = time.monotonic()
+        return time.monotonic() - started if folder.workspace.compact() else None
+
     try:
-        await jobs.write(folder.workspace.compact)
+        seconds = await jobs.write(compact_timed)
     except Exception as exc:  # compaction is an optimisation; never fatal
         log.warning("%s: compaction failed: %s", folder.name, exc)
+        return
+    if seconds is not None:  # (updates waited meanwhile: the log says for how long)
+        log.info("%s: index compacted in %.0f ms", folder.name, seconds * 1000)

@@ -1,9 +1,7 @@
-"""Indexing runs with progress, updates from file events, and ``rag/reindex``.
+"""Indexing runs with progress, and ``rag/reindex``.
 
 Runs and updates for a folder all go through its job owner (``server/jobs.py``): one writer
-thread, and the tasks and timers it holds. File events are coalesced: each one restarts a
-short quiet timer, bounded so a steady stream still flushes, and everything pending goes to
-the engine as one batch (a branch switch touching 1,000 files is one update, not 1,000).
+thread, and the tasks and timers it holds. File events become updates in ``file_events.py``.
 """
 
 from __future__ import annotations
@@ -11,36 +9,25 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Iterable
-from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from rag_lsp.config import CONFIG_FILE_NAME
 from rag_lsp.errors import RagLspError
 from rag_lsp.indexing.progress import IndexProgress
 from rag_lsp.server.errors import bad_input, rag_request
-from rag_lsp.server.features.compaction import schedule_compact
 from rag_lsp.server.folders import DEGRADED, ERROR, INDEXING, READY, FolderIndex, uri_to_path
 from rag_lsp.server.methods import RAG_REINDEX
 from rag_lsp.server.progress import WorkDone
 from rag_lsp.server.protocol import parse_params
-from rag_lsp.server.tasks import spawn
 
 if TYPE_CHECKING:
     from rag_lsp.server.state import ServerState
 
 log = logging.getLogger(__name__)
 
-QUIET_SECONDS = 0.03  # an event burst is over once it has been quiet this long…
-MAX_DELAY_SECONDS = 0.25  # …but pending events never wait longer than this
 
 
 class IndexCancelled(Exception):
     """Raised from the progress callback to stop an indexing run between files."""
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 class IndexingService:
@@ -90,7 +77,7 @@ class IndexingService:
         try:
             report = await jobs.write(folder.workspace.index, full=full, progress=on_progress)
             message = report.summary()
-            folder.last_update = _now()
+            folder.mark_updated()
             log.info("%s: %s", folder.name, message)
         except IndexCancelled:
             message = "indexing was cancelled; searches use what was indexed so far"
@@ -125,7 +112,7 @@ class IndexingService:
         if jobs.rerun and state == READY:
             loop.call_soon(self.start_run, folder)
         elif jobs.pending or jobs.rescan:
-            self.schedule_flush(folder, delay=0)
+            self.server.file_events.schedule_flush(folder, delay=0)
 
     def _on_progress(self, folder: FolderIndex, work: WorkDone, progress: IndexProgress) -> None:
         if progress.phase != "wait":  # the engine has decided how to run it
@@ -151,79 +138,6 @@ class IndexingService:
             return
         folder.files, folder.chunks = status.files, status.chunks
         folder.last_update = status.last_indexed_at or folder.last_update
-
-    # ---- file events -------------------------------------------------------------------
-
-    def queue_paths(self, folder: FolderIndex, paths: Iterable[str]) -> None:
-        """Note changed paths (absolute, or relative to the folder); apply them shortly."""
-        if folder.closed or folder.workspace.degraded:
-            return
-        jobs = folder.jobs
-        added = False
-        for path in paths:
-            rel = folder.rules.relative(path)
-            if rel == CONFIG_FILE_NAME:
-                spawn(self.server.registry.reopen(folder.uri))  # outlives the folder
-                return
-            if rel is None or not folder.rules.may_matter(rel):
-                continue
-            if folder.rules.is_rule_file(rel):
-                folder.rules.forget(rel)
-                jobs.rescan = True
-            jobs.pending.add(rel)
-            added = True
-        if added:
-            self.schedule_flush(folder)
-
-    def schedule_flush(self, folder: FolderIndex, delay: float | None = None) -> None:
-        jobs = folder.jobs
-        now = asyncio.get_running_loop().time()
-        if not jobs.first_pending_at:
-            jobs.first_pending_at = now
-        if delay is None:
-            delay = min(QUIET_SECONDS, max(0.0, jobs.first_pending_at + MAX_DELAY_SECONDS - now))
-        jobs.after("flush", delay, lambda: self.flush(folder))
-
-    async def flush(self, folder: FolderIndex) -> None:
-        """Apply every pending event as one engine update (or one rescan)."""
-        jobs = folder.jobs
-        if folder.closed or jobs.running or jobs.flushing:
-            return  # the run's end, or the running flush, picks the events up
-        if jobs.rescan:
-            jobs.rescan = False
-            jobs.pending.clear()
-            jobs.first_pending_at = 0.0
-            self.start_run(folder)  # ignore rules changed: the scan decides again
-            return
-        paths, jobs.pending = sorted(jobs.pending), set()
-        jobs.first_pending_at = 0.0
-        if not paths:
-            return
-        jobs.flushing = True
-        try:
-            report = await jobs.write(folder.workspace.update, paths)
-        except RagLspError as exc:
-            if folder.closed:
-                return  # closed while it waited for another process's write
-            log.warning("%s: could not apply %d changed files: %s", folder.name, len(paths), exc)
-            self.server.set_folder_state(folder, ERROR, str(exc))
-            return
-        except Exception:
-            log.exception("%s: updating %d files failed", folder.name, len(paths))
-            return
-        finally:
-            jobs.flushing = False
-        if report.files_indexed or report.files_removed:
-            log.info("%s: %d changed files applied (%d indexed, %d removed, %d chunks "
-                     "embedded) in %.0f ms", folder.name, len(paths), report.files_indexed,
-                     report.files_removed, report.chunks_embedded, report.seconds * 1000)
-            folder.last_update = _now()
-            jobs.updates_since_compact += 1
-            schedule_compact(folder)
-            await self.refresh_counts(folder)
-            self.server.send_index_status()
-        if jobs.pending or jobs.rescan:
-            self.schedule_flush(folder, delay=0)
 
 
 def register(server: ServerState) -> None:

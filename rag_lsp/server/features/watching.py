@@ -4,7 +4,7 @@ Clients that can register file watchers dynamically (VS Code…) get one registr
 ``**/*`` and send ``workspace/didChangeWatchedFiles``. For the others (Neovim 0.7, many
 minimal clients) the server watches each folder itself (:mod:`rag_lsp.indexing.watch`).
 ``textDocument/didSave`` feeds the same path. Either way, events end up in
-:meth:`IndexingService.queue_paths`, which filters and coalesces them.
+:meth:`FileEventBatches.queue_paths`, which filters and coalesces them.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ class WatchService:
         loop = asyncio.get_running_loop()
 
         def on_paths(paths: list[str]) -> None:
-            loop.call_soon_threadsafe(self.server.indexing.queue_paths, folder, paths)
+            loop.call_soon_threadsafe(self.server.file_events.queue_paths, folder, paths)
 
         watcher = FolderWatcher(folder.root, on_paths)
         watcher.start()
@@ -89,7 +89,7 @@ class WatchService:
             path = uri_to_path(uri)
             folder = folder_of(self.server.folders, path) if path else None
             if folder is not None:
-                self.server.indexing.queue_paths(folder, [str(path)])
+                self.server.file_events.queue_paths(folder, [str(path)])
 
 
 def register(server: ServerState) -> None:

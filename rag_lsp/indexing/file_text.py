@@ -1,0 +1,64 @@
+"""A file's text as indexing reads it, and saved files drafted by their words.
+
+The indexer and the drafting of saved files read a file the same way (the size limit, binary
+and minified files skipped, secrets redacted), so a drafted file holds the text its chunks
+will have.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from rag_lsp.chunking import language_for
+from rag_lsp.chunking.long_lines import looks_minified
+from rag_lsp.config import Settings
+from rag_lsp.indexing.scan import (
+    FileContent,
+    ScannedFile,
+    WorkspaceFilter,
+    check_path,
+    read_text_file,
+)
+from rag_lsp.indexing.secrets import redact_secrets
+from rag_lsp.store.draft import DraftIndex
+
+# Skip reason for code whose lines average over 400 characters (a bundle, one-line data).
+MINIFIED = "minified"
+# A burst of at most this many changed files is drafted ahead of its update: ~0.4 s of
+# reading at most, which the update waits for. A larger one (a branch switch) is searchable
+# as its update writes it.
+DRAFT_SAVED_MAX_FILES = 50
+
+
+def read_for_index(scanned: ScannedFile, settings: Settings) -> tuple[FileContent | str, str]:
+    """The file's content, or why it is skipped; and its language."""
+    content = read_text_file(scanned.abs_path, settings.max_file_bytes)
+    language = language_for(scanned.path)
+    if isinstance(content, FileContent) and looks_minified(content.text, language):
+        content = MINIFIED  # no structure to find, and many minutes of embedding
+    return content, language
+
+
+def text_to_index(content: FileContent, settings: Settings) -> str:
+    return redact_secrets(content.text) if settings.secret_filter else content.text
+
+
+def draft_saved(draft: DraftIndex, rules: WorkspaceFilter, paths: Iterable[str],
+                pause: Callable[[], None] = lambda: None) -> int:
+    """Put these changed paths (workspace-relative or absolute) in ``draft`` as they are now,
+    ahead of their update: a file by its words, one that is gone or will not be indexed
+    (deleted, excluded, too large, binary) as nothing. A deleted folder is left to its
+    update. ``pause()`` comes before each file (searches first). How many were drafted (none
+    of more than DRAFT_SAVED_MAX_FILES)."""
+    rels = sorted({r for r in map(rules.relative, paths) if r})
+    if len(rels) > DRAFT_SAVED_MAX_FILES:
+        return 0
+    drafted = 0
+    for rel in rels:
+        pause()
+        verdict = check_path(rules, rel)
+        content, language = (read_for_index(verdict, rules.settings)
+                             if isinstance(verdict, ScannedFile) else (verdict, ""))
+        text = text_to_index(content, rules.settings) if isinstance(content, FileContent) else ""
+        drafted += draft.add(rel, text, language)
+    return drafted

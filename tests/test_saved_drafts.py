@@ -1,0 +1,263 @@
+"""A saved file is searchable by its words before its update lands (``Workspace.draft_saved``,
+and the server drafting each burst of file events): its update may wait behind a write under
+way, which at 100k chunks took up to 38 s. Real model, real LanceDB; the server in this
+process, with its writer thread held inside a write.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from rag_lsp.agents.keeper import READY, WorkspaceKeeper
+from rag_lsp.config import Settings
+from rag_lsp.indexing.indexer import Indexer
+from rag_lsp.store.lance_store import ChunkStore
+from rag_lsp.workspace import Workspace
+from tests.conftest import make_sample_root
+from tests.inprocess_lsp import WAIT_SECONDS, InProcessServer
+
+LRU = "src/cache/lru.py"
+PASSWORDS = "src/auth/passwords.py"
+
+
+def _paths(ws: Workspace, query: str, **params) -> list[str]:
+    return [r.path for r in ws.search(query, **params).results]
+
+
+def _symbols(ws: Workspace, query: str) -> set[str]:
+    """The symbols of a lexical search's line ranges (a drafted window has none)."""
+    return {r.symbol for hit in ws.search(query, mode="lexical").results
+            for r in [hit, *hit.ranges]}
+
+
+def _save_renamed(root: Path) -> None:
+    """LRUCache becomes RecencyCache, and a new function is appended."""
+    path = root / LRU
+    path.write_text(path.read_text().replace("LRUCache", "RecencyCache")
+                    + "\n\ndef rebalance_ledger_quota(ledger):\n"
+                      '    """Spread the ledger quota evenly."""\n    return ledger\n')
+
+
+def test_a_saved_file_answers_by_its_new_words_until_its_update_lands(workspace: Workspace):
+    _save_renamed(workspace.root)
+    assert workspace.draft_saved([LRU]) == 1
+    found = workspace.search("rebalance_ledger_quota", mode="lexical").results
+    assert found and found[0].path == LRU and found[0].kind == "text"  # a drafted window
+    assert LRU in _paths(workspace, "rebalance the ledger quota")  # hybrid too
+    # Its stored chunks are of the old text: words find nothing of them any more…
+    assert "LRUCache" not in _symbols(workspace, "LRUCache")
+    assert LRU in _paths(workspace, "RecencyCache", mode="lexical")
+    # …while a vector search has only their meaning to go by.
+    assert LRU in _paths(workspace, "cache that evicts the least recently used entry",
+                         mode="vector")
+    workspace.update([LRU])
+    assert workspace.drafted_files() == 0
+    found = workspace.search("rebalance_ledger_quota", mode="lexical").results
+    assert found[0].path == LRU and found[0].symbol == "rebalance_ledger_quota"  # its chunk
+    assert "RecencyCache" in _symbols(workspace, "RecencyCache")
+
+
+def test_a_deleted_file_is_found_no_more_before_its_update(workspace: Workspace):
+    assert PASSWORDS in _paths(workspace, "hash_password", mode="lexical")
+    (workspace.root / PASSWORDS).unlink()
+    assert workspace.draft_saved([str(workspace.root / PASSWORDS)]) == 1  # absolute, too
+    assert PASSWORDS not in _paths(workspace, "hash_password", mode="lexical")
+    assert PASSWORDS not in _paths(workspace, "hash a password with a salt")
+    workspace.update([PASSWORDS])
+    assert workspace.drafted_files() == 0
+    assert PASSWORDS not in _paths(workspace, "hash_password", mode="lexical")
+
+
+def test_drafts_go_when_their_update_fails(workspace: Workspace, monkeypatch):
+    _save_renamed(workspace.root)
+    workspace.draft_saved([LRU])
+
+    def fails(self, paths):
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(Indexer, "update_paths", fails)
+    with pytest.raises(RuntimeError):
+        workspace.update([LRU])
+    assert workspace.drafted_files() == 0  # the index is the truth again: the old text
+    assert "LRUCache" in _symbols(workspace, "LRUCache")
+
+
+def test_a_file_saved_again_during_its_update_keeps_its_newer_draft(workspace: Workspace,
+                                                                    monkeypatch):
+    """The update read the first save; the second, drafted while it wrote, stays drafted
+    until the next update reads it."""
+    _save_renamed(workspace.root)
+    workspace.draft_saved([LRU])
+    replace = ChunkStore.replace_files
+
+    def saved_again_meanwhile(store, *args, **kwargs):
+        path = workspace.root / LRU
+        path.write_text(path.read_text().replace("rebalance_ledger_quota", "settle_vendor_dues"))
+        workspace.draft_saved([LRU])
+        return replace(store, *args, **kwargs)
+
+    monkeypatch.setattr(ChunkStore, "replace_files", saved_again_meanwhile)
+    workspace.update([LRU])
+    monkeypatch.undo()
+    assert workspace.drafted_files() == 1
+    assert _paths(workspace, "settle_vendor_dues", mode="lexical")[:1] == [LRU]
+    assert "rebalance_ledger_quota" not in _symbols(workspace, "rebalance_ledger_quota")
+    workspace.update([LRU])
+    assert workspace.drafted_files() == 0
+    found = workspace.search("settle_vendor_dues", mode="lexical").results
+    assert found[0].path == LRU and found[0].symbol == "settle_vendor_dues"
+
+
+def test_a_run_ends_the_drafts_from_before_it(workspace: Workspace):
+    _save_renamed(workspace.root)
+    (workspace.root / PASSWORDS).unlink()
+    assert workspace.draft_saved([LRU, PASSWORDS]) == 2
+    workspace.index()
+    assert workspace.drafted_files() == 0
+    assert workspace.search("rebalance_ledger_quota", mode="lexical").results[0].symbol
+    assert PASSWORDS not in _paths(workspace, "hash_password", mode="lexical")
+
+
+def test_without_lexical_first_nothing_is_drafted(tmp_path: Path, embedder):
+    ws = Workspace.open(make_sample_root(tmp_path), Settings.from_dict({"lexicalFirst": False}),
+                        embedder=embedder)
+    ws.index()
+    _save_renamed(ws.root)
+    assert ws.draft_saved([LRU]) == 0
+    assert "LRUCache" in _symbols(ws, "LRUCache")  # the index as it is
+
+
+# ---- through the server, its writer held inside a write -------------------------------------
+
+
+async def _search(lsp: InProcessServer, query: str) -> list[dict]:
+    return (await lsp.result("rag/search", {"query": query, "mode": "lexical"}))["results"]
+
+
+async def _until_found(lsp: InProcessServer, query: str, wanted, timeout: float = 10.0) -> list:
+    deadline = time.monotonic() + timeout
+    while not wanted(results := await _search(lsp, query)):
+        assert time.monotonic() < deadline, f"{query!r}: {results}"
+        await asyncio.sleep(0.02)
+    return results
+
+
+async def test_a_save_behind_a_busy_writer_is_found_before_its_update(sample_root, embedder):
+    async with InProcessServer(embedder=embedder) as lsp:
+        await lsp.start(sample_root, options={})
+        await lsp.wait_for_state("ready", timeout=WAIT_SECONDS)
+        (folder,) = lsp.server.folders.values()
+        release = threading.Event()
+        held = asyncio.ensure_future(folder.jobs.write(release.wait, WAIT_SECONDS))
+        try:
+            _save_renamed(sample_root)
+            (sample_root / PASSWORDS).unlink()
+            lsp.notify("workspace/didChangeWatchedFiles", {"changes": [
+                {"uri": (sample_root / LRU).as_uri(), "type": 2},  # Changed
+                {"uri": (sample_root / PASSWORDS).as_uri(), "type": 3}]})  # Deleted
+            found = await _until_found(lsp, "rebalance_ledger_quota",
+                                       lambda rs: rs and rs[0]["path"] == LRU)
+            assert not release.is_set() and not held.done()  # the update has not run
+            assert found[0]["symbol"] == ""  # a drafted window
+            assert await _search(lsp, "hash_password") == []
+        finally:
+            release.set()
+            await held
+        found = await _until_found(lsp, "rebalance_ledger_quota",
+                                   lambda rs: rs and rs[0]["symbol"], timeout=WAIT_SECONDS)
+        assert found[0]["path"] == LRU
+        assert folder.workspace.drafted_files() == 0
+        assert await _search(lsp, "hash_password") == []
+
+
+async def test_a_file_drafted_while_an_update_reads_it_is_read_again(sample_root, embedder,
+                                                                    monkeypatch):
+    """A file saved while an earlier save is drafted goes into that save's update, and may be
+    drafted only after the update has read it: the server updates it once more, so no draft
+    outlives what the index has."""
+    async with InProcessServer(embedder=embedder) as lsp:
+        await lsp.start(sample_root, options={})
+        await lsp.wait_for_state("ready", timeout=WAIT_SECONDS)
+        (folder,) = lsp.server.folders.values()
+        ws = folder.workspace
+        first_drafting, first_release = threading.Event(), threading.Event()
+        update_reads, second_drafted = threading.Event(), threading.Event()
+        draft_saved, replace_files = ws.draft_saved, ChunkStore.replace_files
+
+        def drafting(paths):
+            if PASSWORDS in paths:  # the first save: its flush drafts it, held
+                first_drafting.set()
+                assert first_release.wait(WAIT_SECONDS)
+            if LRU in paths:  # the second: drafted once the update has read it
+                assert update_reads.wait(WAIT_SECONDS)
+                drafted = draft_saved(paths)
+                second_drafted.set()
+                return drafted
+            return draft_saved(paths)
+
+        def writing(store, *args, **kwargs):
+            update_reads.set()
+            assert second_drafted.wait(WAIT_SECONDS)
+            return replace_files(store, *args, **kwargs)
+
+        monkeypatch.setattr(ws, "draft_saved", drafting)
+        monkeypatch.setattr(ChunkStore, "replace_files", writing)
+        passwords = sample_root / PASSWORDS
+        passwords.write_text(passwords.read_text() + "\n\ndef rotate_pepper():\n    pass\n")
+        lsp.notify("workspace/didChangeWatchedFiles",
+                   {"changes": [{"uri": passwords.as_uri(), "type": 2}]})
+        await asyncio.get_running_loop().run_in_executor(None, first_drafting.wait, 10)
+        _save_renamed(sample_root)
+        lsp.notify("workspace/didChangeWatchedFiles",
+                   {"changes": [{"uri": (sample_root / LRU).as_uri(), "type": 2}]})
+        await asyncio.sleep(0.3)  # its flush waits for the reader thread
+        first_release.set()
+        found = await _until_found(lsp, "rebalance_ledger_quota",
+                                   lambda rs: rs and rs[0]["symbol"], timeout=WAIT_SECONDS)
+        assert found[0]["path"] == LRU
+        deadline = time.monotonic() + WAIT_SECONDS
+        while ws.drafted_files():
+            assert time.monotonic() < deadline, "a draft outlived the updates"
+            await asyncio.sleep(0.02)
+
+
+def test_the_agents_keeper_drafts_a_change_before_its_update(sample_root, tmp_path,
+                                                             monkeypatch):
+    """The MCP server's keeper: a change its watcher reports is found by its words while the
+    keeper's one thread is still busy (held here inside the update)."""
+    keeper = WorkspaceKeeper(sample_root, Settings.from_dict({"indexPath": str(tmp_path / "ix")}),
+                             watch=False)
+    keeper.start()
+    updating, release = threading.Event(), threading.Event()
+    try:
+        deadline = time.monotonic() + WAIT_SECONDS
+        while keeper.status().phase != READY:
+            assert time.monotonic() < deadline, f"not ready: {keeper.status()}"
+            time.sleep(0.05)
+        ws = keeper.workspace()
+        update = ws.update
+
+        def held(paths):
+            updating.set()
+            assert release.wait(WAIT_SECONDS)
+            return update(paths)
+
+        monkeypatch.setattr(ws, "update", held)
+        _save_renamed(sample_root)
+        keeper._on_paths([str(sample_root / LRU)])  # noqa: SLF001 (as its watcher calls it)
+        assert updating.wait(WAIT_SECONDS)
+        found = ws.search("rebalance_ledger_quota", mode="lexical").results
+        assert found and found[0].path == LRU and found[0].symbol == ""  # drafted
+        release.set()
+        while ws.drafted_files():
+            assert time.monotonic() < deadline, "the draft outlived the update"
+            time.sleep(0.05)
+        assert ws.search("rebalance_ledger_quota", mode="lexical").results[0].symbol
+    finally:
+        release.set()
+        keeper.close()
