@@ -37,7 +37,7 @@ from rag_lsp.errors import (
     RagLspError,
     WorkspaceClosedError,
 )
-from rag_lsp.indexing.file_text import draft_saved
+from rag_lsp.indexing.file_text import DRAFT_SAVED_MAX_FILES, draft_saved
 from rag_lsp.indexing.indexer import Indexer
 from rag_lsp.indexing.progress import IndexProgress, IndexReport, ProgressCallback
 from rag_lsp.indexing.scan import WorkspaceFilter
@@ -415,10 +415,14 @@ class Workspace:
                     self._stamp()
                 return report
         finally:
-            if self._draft is not None:
+            if self._draft:
                 rules = self.event_filter()
                 self._draft.discard((r for r in map(rules.relative, rel_paths) if r),
                                     drafted_before=read_from)
+
+    def drafts_saved_files(self, count: int) -> bool:
+        """Whether :meth:`draft_saved` drafts a burst of ``count`` changed files."""
+        return self._draft is not None and count <= DRAFT_SAVED_MAX_FILES
 
     def draft_saved(self, rel_paths: list[str]) -> int:
         """Make these changed paths searchable by their words now, as they are on disk, ahead
@@ -584,5 +588,6 @@ class Workspace:
         )
 
     def drafted_files(self) -> int:
-        """New files searchable by their words only, while this process's run embeds them."""
-        return len(self._draft) if self._draft is not None else 0
+        """New files searchable by their words only, while this process's run embeds them
+        (not saved files drafted ahead of their update)."""
+        return self._draft.new_files() if self._draft is not None else 0

@@ -121,6 +121,29 @@ def test_a_newer_text_that_no_longer_fits_drops_the_older_one():
     assert draft.add("src/b.py", "x" * 99, "python")  # what the old text held is free again
 
 
+def test_saved_files_are_no_new_files():
+    draft = DraftIndex()
+    draft.add("new.py", "ledger = 1\n", "python")
+    draft.add("saved.py", "ledger = 2\n", "python", saved=True)
+    assert (len(draft), draft.new_files()) == (2, 1)
+    draft.add("new.py", "ledger = 3\n", "python", saved=True)  # saved since
+    assert (len(draft), draft.new_files()) == (2, 0)
+
+
+def test_the_term_lists_do_not_keep_what_comes_and_goes():
+    """Saves drafted and discarded again and again beside a few held files: the lists are
+    built again without the dropped windows' ids (once nothing is held, too)."""
+    draft = DraftIndex()
+    draft.add("held.py", "ledger = 1\n", "python")
+    for n in range(200):
+        draft.add("saved.py", f"ledger = {n}\nquota = {n}\n", "python", saved=True)
+        draft.discard(["saved.py"])
+    assert len(draft._postings["ledger"]) <= 3  # noqa: SLF001 (held.py's, and a few dropped)
+    assert [r["path"] for r in draft.search(["ledger"], (), 10)] == ["held.py"]
+    draft.discard()
+    assert draft._postings == {}  # noqa: SLF001
+
+
 # ---- through a workspace, real model and real LanceDB --------------------------------------
 
 

@@ -15,6 +15,7 @@ import pytest
 
 from rag_lsp.agents.keeper import READY, WorkspaceKeeper
 from rag_lsp.config import Settings
+from rag_lsp.indexing.file_text import DRAFT_SAVED_MAX_FILES
 from rag_lsp.indexing.indexer import Indexer
 from rag_lsp.store.lance_store import ChunkStore
 from rag_lsp.workspace import Workspace
@@ -23,6 +24,19 @@ from tests.inprocess_lsp import WAIT_SECONDS, InProcessServer
 
 LRU = "src/cache/lru.py"
 PASSWORDS = "src/auth/passwords.py"
+
+
+def _held(ws: Workspace) -> int:
+    """Files the workspace's draft holds, saved ones included (``drafted_files`` counts the
+    new files of a run only)."""
+    return len(ws._draft)  # noqa: SLF001
+
+
+async def _until_none_held(ws: Workspace) -> None:
+    deadline = time.monotonic() + WAIT_SECONDS
+    while _held(ws):
+        assert time.monotonic() < deadline, "a draft outlived the updates"
+        await asyncio.sleep(0.02)
 
 
 def _paths(ws: Workspace, query: str, **params) -> list[str]:
@@ -56,7 +70,7 @@ def test_a_saved_file_answers_by_its_new_words_until_its_update_lands(workspace:
     assert LRU in _paths(workspace, "cache that evicts the least recently used entry",
                          mode="vector")
     workspace.update([LRU])
-    assert workspace.drafted_files() == 0
+    assert _held(workspace) == 0
     found = workspace.search("rebalance_ledger_quota", mode="lexical").results
     assert found[0].path == LRU and found[0].symbol == "rebalance_ledger_quota"  # its chunk
     assert "RecencyCache" in _symbols(workspace, "RecencyCache")
@@ -69,7 +83,7 @@ def test_a_deleted_file_is_found_no_more_before_its_update(workspace: Workspace)
     assert PASSWORDS not in _paths(workspace, "hash_password", mode="lexical")
     assert PASSWORDS not in _paths(workspace, "hash a password with a salt")
     workspace.update([PASSWORDS])
-    assert workspace.drafted_files() == 0
+    assert _held(workspace) == 0
     assert PASSWORDS not in _paths(workspace, "hash_password", mode="lexical")
 
 
@@ -83,7 +97,7 @@ def test_drafts_go_when_their_update_fails(workspace: Workspace, monkeypatch):
     monkeypatch.setattr(Indexer, "update_paths", fails)
     with pytest.raises(RuntimeError):
         workspace.update([LRU])
-    assert workspace.drafted_files() == 0  # the index is the truth again: the old text
+    assert _held(workspace) == 0  # the index is the truth again: the old text
     assert "LRUCache" in _symbols(workspace, "LRUCache")
 
 
@@ -104,11 +118,11 @@ def test_a_file_saved_again_during_its_update_keeps_its_newer_draft(workspace: W
     monkeypatch.setattr(ChunkStore, "replace_files", saved_again_meanwhile)
     workspace.update([LRU])
     monkeypatch.undo()
-    assert workspace.drafted_files() == 1
+    assert _held(workspace) == 1 and workspace.drafted_files() == 0  # (no new file)
     assert _paths(workspace, "settle_vendor_dues", mode="lexical")[:1] == [LRU]
     assert "rebalance_ledger_quota" not in _symbols(workspace, "rebalance_ledger_quota")
     workspace.update([LRU])
-    assert workspace.drafted_files() == 0
+    assert _held(workspace) == 0
     found = workspace.search("settle_vendor_dues", mode="lexical").results
     assert found[0].path == LRU and found[0].symbol == "settle_vendor_dues"
 
@@ -118,9 +132,37 @@ def test_a_run_ends_the_drafts_from_before_it(workspace: Workspace):
     (workspace.root / PASSWORDS).unlink()
     assert workspace.draft_saved([LRU, PASSWORDS]) == 2
     workspace.index()
-    assert workspace.drafted_files() == 0
+    assert _held(workspace) == 0
     assert workspace.search("rebalance_ledger_quota", mode="lexical").results[0].symbol
     assert PASSWORDS not in _paths(workspace, "hash_password", mode="lexical")
+
+
+def test_a_run_that_stops_keeps_the_drafts_its_updates_will_end(workspace: Workspace,
+                                                                  monkeypatch):
+    _save_renamed(workspace.root)
+    workspace.draft_saved([LRU])
+
+    def stop() -> None:  # before the run reads the changed file
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(workspace.priority, "wait_turn", stop)
+    with pytest.raises(KeyboardInterrupt):
+        workspace.index()
+    monkeypatch.undo()
+    assert _held(workspace) == 1  # its new text is still what words find
+    assert "rebalance_ledger_quota" not in _symbols(workspace, "rebalance_ledger_quota")
+    assert _paths(workspace, "rebalance_ledger_quota", mode="lexical")[:1] == [LRU]
+    workspace.update([LRU])
+    assert _held(workspace) == 0
+
+
+def test_a_burst_too_large_is_not_drafted(workspace: Workspace):
+    many = [f"src/gen_{n}.py" for n in range(DRAFT_SAVED_MAX_FILES + 1)]
+    for rel in many:
+        (workspace.root / rel).write_text(f"def generated_{rel[8:-3]}():\n    pass\n")
+    assert not workspace.drafts_saved_files(len(many))
+    assert workspace.draft_saved(many) == 0 and _held(workspace) == 0
+    assert workspace.drafts_saved_files(DRAFT_SAVED_MAX_FILES)
 
 
 def test_without_lexical_first_nothing_is_drafted(tmp_path: Path, embedder):
@@ -128,6 +170,7 @@ def test_without_lexical_first_nothing_is_drafted(tmp_path: Path, embedder):
                         embedder=embedder)
     ws.index()
     _save_renamed(ws.root)
+    assert not ws.drafts_saved_files(1)
     assert ws.draft_saved([LRU]) == 0
     assert "LRUCache" in _symbols(ws, "LRUCache")  # the index as it is
 
@@ -162,7 +205,7 @@ async def test_a_save_behind_a_busy_writer_is_found_before_its_update(sample_roo
                 {"uri": (sample_root / PASSWORDS).as_uri(), "type": 3}]})  # Deleted
             found = await _until_found(lsp, "rebalance_ledger_quota",
                                        lambda rs: rs and rs[0]["path"] == LRU)
-            assert not release.is_set() and not held.done()  # the update has not run
+            assert not held.done()  # the writer is still held: the update has not run
             assert found[0]["symbol"] == ""  # a drafted window
             assert await _search(lsp, "hash_password") == []
         finally:
@@ -171,7 +214,7 @@ async def test_a_save_behind_a_busy_writer_is_found_before_its_update(sample_roo
         found = await _until_found(lsp, "rebalance_ledger_quota",
                                    lambda rs: rs and rs[0]["symbol"], timeout=WAIT_SECONDS)
         assert found[0]["path"] == LRU
-        assert folder.workspace.drafted_files() == 0
+        await _until_none_held(folder.workspace)  # (the deletion's entry goes as update ends)
         assert await _search(lsp, "hash_password") == []
 
 
@@ -215,15 +258,16 @@ async def test_a_file_drafted_while_an_update_reads_it_is_read_again(sample_root
         _save_renamed(sample_root)
         lsp.notify("workspace/didChangeWatchedFiles",
                    {"changes": [{"uri": (sample_root / LRU).as_uri(), "type": 2}]})
-        await asyncio.sleep(0.3)  # its flush waits for the reader thread
+        deadline = time.monotonic() + 10
+        # Its event has arrived, and its flush has taken it and waits for the reader thread.
+        while LRU not in folder.jobs.pending or folder.jobs.undrafted:
+            assert time.monotonic() < deadline, "the second save's flush never started"
+            await asyncio.sleep(0.01)
         first_release.set()
         found = await _until_found(lsp, "rebalance_ledger_quota",
                                    lambda rs: rs and rs[0]["symbol"], timeout=WAIT_SECONDS)
         assert found[0]["path"] == LRU
-        deadline = time.monotonic() + WAIT_SECONDS
-        while ws.drafted_files():
-            assert time.monotonic() < deadline, "a draft outlived the updates"
-            await asyncio.sleep(0.02)
+        await _until_none_held(ws)
 
 
 def test_the_agents_keeper_drafts_a_change_before_its_update(sample_root, tmp_path,
@@ -254,7 +298,8 @@ def test_the_agents_keeper_drafts_a_change_before_its_update(sample_root, tmp_pa
         found = ws.search("rebalance_ledger_quota", mode="lexical").results
         assert found and found[0].path == LRU and found[0].symbol == ""  # drafted
         release.set()
-        while ws.drafted_files():
+        deadline = time.monotonic() + WAIT_SECONDS
+        while _held(ws):
             assert time.monotonic() < deadline, "the draft outlived the update"
             time.sleep(0.05)
         assert ws.search("rebalance_ledger_quota", mode="lexical").results[0].symbol

@@ -214,8 +214,8 @@ class WorkspaceKeeper:
     def _on_paths(self, paths: list[str]) -> None:
         """From the watcher's thread: note the changes that can matter, drafted by their
         words first (``Workspace.draft_saved``: searchable while the update waits behind a
-        compaction or a run; drafted before they are pending, so no update reads one before
-        its draft)."""
+        compaction or a run). Drafted before they are pending: the update that takes one
+        from the pending set begins after its draft, and ends it."""
         rels = [rel for rel in map(self._rules.relative, paths) if rel is not None]
         changed = [rel for rel in rels if rel != CONFIG_FILE_NAME and self._rules.may_matter(rel)]
         ws = self._workspace

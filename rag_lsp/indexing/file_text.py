@@ -60,5 +60,5 @@ def draft_saved(draft: DraftIndex, rules: WorkspaceFilter, paths: Iterable[str],
         content, language = (read_for_index(verdict, rules.settings)
                              if isinstance(verdict, ScannedFile) else (verdict, ""))
         text = text_to_index(content, rules.settings) if isinstance(content, FileContent) else ""
-        drafted += draft.add(rel, text, language)
+        drafted += draft.add(rel, text, language, saved=True)
     return drafted

@@ -177,28 +177,26 @@ class Indexer:
     def run(self, progress: ProgressCallback | None = None) -> IndexReport:
         """Bring the index up to date with the whole workspace."""
         started = time.monotonic()
-        # The run reads every file after this: saved files drafted before are no newer
-        # (deleted ones included: the run removes them).
-        before_run = self._draft.mark() if self._draft is not None else 0
-        try:
-            notify = progress or (lambda _p: None)
-            notify(IndexProgress("scan", message="scanning workspace"))
-            scan = scan_workspace(self.root, self.settings, index_dir=self._index_dir)
-            report = IndexReport(files_scanned=len(scan.files))
-            for reason, paths in scan.skipped.items():
-                report.skip(reason, len(paths))
-            known = self.store.file_records()
-            self._index_files(scan.files, known, report, notify)
-            # Removed last, so a renamed file's chunks can still lend their vectors above.
-            gone = sorted(set(known) - {f.path for f in scan.files})
-            if gone:
-                self.store.remove_files(gone)
-                report.files_removed += len(gone)
-            self._finish(report, started, notify)
-            return report
-        finally:
-            if self._draft is not None:
-                self._draft.discard(drafted_before=before_run)
+        before_scan = self._draft.mark() if self._draft is not None else 0
+        notify = progress or (lambda _p: None)
+        notify(IndexProgress("scan", message="scanning workspace"))
+        scan = scan_workspace(self.root, self.settings, index_dir=self._index_dir)
+        report = IndexReport(files_scanned=len(scan.files))
+        for reason, paths in scan.skipped.items():
+            report.skip(reason, len(paths))
+        known = self.store.file_records()
+        self._index_files(scan.files, known, report, notify)
+        # Removed last, so a renamed file's chunks can still lend their vectors above.
+        gone = sorted(set(known) - {f.path for f in scan.files})
+        if gone:
+            self.store.remove_files(gone)
+            report.files_removed += len(gone)
+        self._finish(report, started, notify)
+        if self._draft is not None:
+            # Saved files drafted before the scan: the index has them now (deleted ones
+            # removed). A run that stops keeps them: their updates are still to come.
+            self._draft.discard(drafted_before=before_scan)
+        return report
 
     # ---- a few paths (file events) -------------------------------------------------------
 
@@ -252,21 +250,27 @@ class Indexer:
         to_check = {f.path for f in files if self.rechunk or not _same_stat(known, f)}
         meter = _Meter(notify, report, len(files),
                        sum(_weight(f) for f in files if f.path in to_check))
+        drafted_new: list[str] = []
         try:
             try:
                 self._draft_new([f for f in files if f.path in to_check and f.path not in known],
-                                notify)
-            finally:  # every file is read after this: a draft of it from before is no newer
+                                notify, drafted_new)
+            finally:  # the files to check are read after this: a draft from before is no newer
                 self._draft_mark = self._draft.mark() if self._draft is not None else 0
             self._index_checked(files, to_check, known, report, meter, unchanged)
-        finally:
-            if self._draft is not None:  # (written files went as their chunks landed)
-                self._draft.discard((f.path for f in files), drafted_before=self._draft_mark)
+        except BaseException:
+            if self._draft is not None:  # stopped: this pass's own drafts go, saved ones stay
+                self._draft.discard(drafted_new, drafted_before=self._draft_mark)
+            raise
+        if self._draft is not None:  # (written files went as their chunks landed)
+            self._draft.discard(to_check, drafted_before=self._draft_mark)
         if unchanged:
             self.store.touch_files(unchanged)
 
-    def _draft_new(self, new: list[ScannedFile], notify: ProgressCallback) -> None:
-        """Make new files searchable by their words before the model reads them."""
+    def _draft_new(self, new: list[ScannedFile], notify: ProgressCallback,
+                   drafted: list[str]) -> None:
+        """Make new files searchable by their words before the model reads them (each one
+        also goes into ``drafted``)."""
         if self._draft is None or len(new) < DRAFT_MIN_FILES:
             return
         notify(IndexProgress("draft", files_total=len(new),
@@ -279,6 +283,7 @@ class Indexer:
             if not self._draft.add(scanned.path, self._text_to_index(content), language):
                 log.info("draft index full: later new files are searchable once embedded")
                 return
+            drafted.append(scanned.path)
 
     def _index_checked(self, files: list[ScannedFile], to_check: set[str],
                        known: dict[str, FileRecord], report: IndexReport, meter: _Meter,

@@ -182,7 +182,9 @@ def ranked_files(index: SearchIndex, query: str, *, mode: str, limit: int,
     best_margin = max(cosines) - noise if cosines else None
     if any(is_drafted(c.row) for c in candidates):
         # The margin sees only the part of the workspace embedded so far: the drafted rest
-        # is judged by its words, as a lexical search is.
+        # is judged by its words, as a lexical search is. So is a saved file's new text until
+        # its update lands: with the stored chunks' margin, a search for a function just
+        # written found nothing.
         best_margin = None
     ctx = RankContext(
         q, background, index.weights,

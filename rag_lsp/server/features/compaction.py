@@ -40,8 +40,11 @@ async def compact(folder: FolderIndex) -> None:
     jobs.first_uncompacted_at = 0.0
 
     def compact_timed() -> float | None:
+        """Seconds the compaction took, or None if none was due."""
         started = time.monotonic()
-        return time.monotonic() - started if folder.workspace.compact() else None
+        if not folder.workspace.compact():
+            return None
+        return time.monotonic() - started
 
     try:
         seconds = await jobs.write(compact_timed)

@@ -74,11 +74,10 @@ class FileEventBatches:
         await self._draft_saved(folder)
         if folder.closed or jobs.running or jobs.flushing:
             return  # the run's end, or the running flush, picks the events up
-        if jobs.rescan:
+        if jobs.rescan:  # ignore rules changed: the scan decides again
             jobs.rescan = False
-            jobs.pending.clear()
-            jobs.first_pending_at = 0.0
-            self.server.indexing.start_run(folder)  # ignore rules changed: the scan decides
+            # (What is pending stays: it is drafted, and its update after the run ends that.)
+            self.server.indexing.start_run(folder)
             return
         paths, jobs.pending = sorted(jobs.pending), set()
         jobs.first_pending_at = 0.0
@@ -92,13 +91,13 @@ class FileEventBatches:
                 return  # closed while it waited for another process's write
             log.warning("%s: could not apply %d changed files: %s", folder.name, len(paths), exc)
             self.server.set_folder_state(folder, ERROR, str(exc))
-            return
+            report = None
         except Exception:
             log.exception("%s: updating %d files failed", folder.name, len(paths))
-            return
+            report = None
         finally:
             jobs.flushing = False
-        if report.files_indexed or report.files_removed:
+        if report is not None and (report.files_indexed or report.files_removed):
             log.info("%s: %d changed files applied (%d indexed, %d removed, %d chunks "
                      "embedded) in %.0f ms", folder.name, len(paths), report.files_indexed,
                      report.files_removed, report.chunks_embedded, report.seconds * 1000)
@@ -116,7 +115,7 @@ class FileEventBatches:
         again took 27-38 s at 100k chunks)."""
         jobs = folder.jobs
         paths, jobs.undrafted = sorted(jobs.undrafted), set()
-        if not paths:
+        if not paths or not folder.workspace.drafts_saved_files(len(paths)):
             return
         try:
             await jobs.read(folder.workspace.draft_saved, paths)
@@ -124,9 +123,9 @@ class FileEventBatches:
             if not folder.closed:
                 log.warning("%s: could not draft %d changed files: %s", folder.name,
                             len(paths), exc)
-            return
-        # An update that took a path while it was drafted may have read the file before the
-        # draft did: the next update reads it again, and ends its draft (a flush or a run
-        # under way flushes what is pending when it ends).
-        if not folder.closed:
-            jobs.pending.update(paths)
+        finally:
+            # An update that took a path while it was drafted may have read the file before
+            # the draft did: the next update reads it again, and ends its draft (a flush or a
+            # run under way flushes what is pending when it ends).
+            if not folder.closed:
+                jobs.pending.update(paths)

@@ -25,7 +25,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-
 class IndexCancelled(Exception):
     """Raised from the progress callback to stop an indexing run between files."""
 
