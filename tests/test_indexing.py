@@ -404,6 +404,28 @@ def test_update_accepts_any_spelling_of_a_path_and_deleted_folders(workspace, sa
     assert paths_in_index(workspace) == {"docs/guide.md", "web/static/app.js"}
 
 
+def test_a_folder_moved_or_created_is_indexed_from_its_event_alone(workspace, sample_root):
+    """Editors and watchers may report a moved folder by its two paths only, and a folder
+    copied in by its own path: its files are found by scanning it (they were lost until the
+    next full run)."""
+    import shutil
+
+    shutil.move(sample_root / "src/cache", sample_root / "src/store")
+    report = workspace.update(["src/cache", str(sample_root / "src/store")])
+    assert (report.files_indexed, report.files_removed) == (1, 1)
+    assert "src/store/lru.py" in paths_in_index(workspace)
+    assert "src/cache/lru.py" not in paths_in_index(workspace)
+    assert workspace.search("LRUCache", mode="lexical").results[0].path == "src/store/lru.py"
+    shutil.copytree(sample_root / "src/auth", sample_root / "vendored/auth")
+    (sample_root / "vendored/node_modules/x").mkdir(parents=True)
+    (sample_root / "vendored/node_modules/x/index.js").write_text("function ledgerx() {}\n")
+    assert workspace.update(["vendored"]).files_indexed == 1  # excluded folders stay out
+    assert "vendored/auth/passwords.py" in paths_in_index(workspace)
+    assert workspace.update(["vendored/node_modules"]).files_indexed == 0
+    assert workspace.update(["src/store"]).files_indexed == 0  # nothing new: nothing done
+    assert len(paths_in_index(workspace)) == 6
+
+
 def test_update_into_an_empty_index_is_searchable_lexically(tmp_path, embedder):
     root = tmp_path / "empty"
     root.mkdir()

@@ -87,6 +87,19 @@ def test_a_deleted_file_is_found_no_more_before_its_update(workspace: Workspace)
     assert PASSWORDS not in _paths(workspace, "hash_password", mode="lexical")
 
 
+def test_a_deleted_folder_is_found_no_more_before_its_update(workspace: Workspace):
+    import shutil
+
+    shutil.rmtree(workspace.root / "src/auth")
+    assert workspace.draft_saved(["src/auth"]) == 1  # the folder: its files no event names
+    assert PASSWORDS not in _paths(workspace, "hash_password", mode="lexical")
+    assert PASSWORDS not in _paths(workspace, "hash a password with a salt")
+    assert LRU in _paths(workspace, "LRUCache", mode="lexical")  # (only what was under it)
+    workspace.update(["src/auth"])
+    assert _held(workspace) == 0
+    assert PASSWORDS not in _paths(workspace, "hash_password", mode="lexical")
+
+
 def test_drafts_go_when_their_update_fails(workspace: Workspace, monkeypatch):
     _save_renamed(workspace.root)
     workspace.draft_saved([LRU])

@@ -12,10 +12,12 @@ import pytest
 from rag_lsp.config import Settings
 from rag_lsp.indexing import scan
 from rag_lsp.indexing.scan import (
+    FOLDER,
     FileContent,
     WorkspaceFilter,
     check_path,
     read_text_file,
+    scan_folder,
     scan_workspace,
 )
 
@@ -234,3 +236,15 @@ def test_filter_paths_and_rule_changes(tmp_path):
     (tmp_path / "a" / ".gitignore").write_text("b.py\n")
     rules.forget("a/.gitignore")
     assert not rules.includes("a/b.py")
+
+
+def test_a_folder_is_a_folder_to_scan_unless_excluded(tmp_path):
+    make(tmp_path, {"src/a.py": "x = 1", "node_modules/m/i.js": "x", "docs/b.md": "# b"})
+    (tmp_path / "link").symlink_to(tmp_path / "src")
+    rules = WorkspaceFilter(tmp_path, Settings())
+    assert check_path(rules, "src") == FOLDER
+    assert check_path(rules, "node_modules") == "excluded"
+    assert check_path(rules, "link") == "missing"  # scans follow no folder link
+    assert check_path(rules, "gone") == "missing"
+    assert [f.path for f in scan_folder(rules, "src").files] == ["src/a.py"]
+    assert scan_folder(rules, "").files == scan_workspace(tmp_path, Settings()).files

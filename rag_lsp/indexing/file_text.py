@@ -13,6 +13,7 @@ from rag_lsp.chunking import language_for
 from rag_lsp.chunking.long_lines import looks_minified
 from rag_lsp.config import Settings
 from rag_lsp.indexing.scan import (
+    FOLDER,
     FileContent,
     ScannedFile,
     WorkspaceFilter,
@@ -46,10 +47,10 @@ def text_to_index(content: FileContent, settings: Settings) -> str:
 def draft_saved(draft: DraftIndex, rules: WorkspaceFilter, paths: Iterable[str],
                 pause: Callable[[], None] = lambda: None) -> int:
     """Put these changed paths (workspace-relative or absolute) in ``draft`` as they are now,
-    ahead of their update: a file by its words, one that is gone or will not be indexed
-    (deleted, excluded, too large, binary) as nothing. A deleted folder is left to its
-    update. ``pause()`` comes before each file (searches first). How many were drafted (none
-    of more than DRAFT_SAVED_MAX_FILES)."""
+    ahead of their update: a file by its words, one that will not be indexed (excluded, too
+    large, binary) as nothing, a deleted file or folder as nothing (under it). ``pause()``
+    comes before each file (searches first). How many were drafted (none of more than
+    DRAFT_SAVED_MAX_FILES)."""
     rels = sorted({r for r in map(rules.relative, paths) if r})
     if len(rels) > DRAFT_SAVED_MAX_FILES:
         return 0
@@ -57,8 +58,10 @@ def draft_saved(draft: DraftIndex, rules: WorkspaceFilter, paths: Iterable[str],
     for rel in rels:
         pause()
         verdict = check_path(rules, rel)
+        if verdict == FOLDER:
+            continue  # its files, if any, are found by its update's scan
         content, language = (read_for_index(verdict, rules.settings)
                              if isinstance(verdict, ScannedFile) else (verdict, ""))
         text = text_to_index(content, rules.settings) if isinstance(content, FileContent) else ""
-        drafted += draft.add(rel, text, language, saved=True)
+        drafted += draft.add(rel, text, language, saved=True, gone=verdict == "missing")
     return drafted

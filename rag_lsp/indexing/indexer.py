@@ -27,10 +27,12 @@ from rag_lsp.indexing.file_text import read_for_index, text_to_index
 from rag_lsp.indexing.lexical_text import lexical_text
 from rag_lsp.indexing.progress import IndexProgress, IndexReport, ProgressCallback
 from rag_lsp.indexing.scan import (
+    FOLDER,
     FileContent,
     ScannedFile,
     WorkspaceFilter,
     check_path,
+    scan_folder,
     scan_workspace,
 )
 from rag_lsp.store.draft import DraftIndex
@@ -215,12 +217,20 @@ class Indexer:
             if isinstance(verdict, ScannedFile):
                 present.append(verdict)
                 continue
-            if verdict != "missing":
+            if verdict == FOLDER:  # created, or moved here: its files, which no event may name
+                scan = scan_folder(rules, rel)
+                present.extend(scan.files)
+                for reason, skipped in scan.skipped.items():
+                    report.skip(reason, len(skipped))
+                found = {f.path for f in scan.files}
+                removed.update(p for p in known if p.startswith(f"{rel}/") and p not in found)
+            elif verdict != "missing":
                 report.skip(verdict)
             if rel in known:
                 removed.add(rel)
             elif verdict == "missing":
                 removed.update(p for p in known if p.startswith(f"{rel}/"))
+        present = list({f.path: f for f in present}.values())  # (a folder and its file both)
         report.files_scanned = len(present)
         # A rename arrives as the new path and the old one together: the old name's chunks go
         # in the same replace as the new name's (one step to readers), so no search sees the

@@ -254,10 +254,15 @@ def scan_workspace(
     Folder symlinks are never followed (no loops); a file symlink is kept if its target is inside
     the root. Excluded folders are not entered. File contents are not read here.
     """
-    rules = WorkspaceFilter(root, settings, index_dir=index_dir)
+    return scan_folder(WorkspaceFilter(root, settings, index_dir=index_dir), "")
+
+
+def scan_folder(rules: WorkspaceFilter, rel_dir: str) -> ScanReport:
+    """:func:`scan_workspace` under one folder of the root (``""``: all of it), which the
+    caller knows to be included."""
     files: list[ScannedFile] = []
     skipped: dict[str, list[str]] = defaultdict(list)
-    stack = [""]
+    stack = [rel_dir]
     while stack:
         rel_dir = stack.pop()
         try:
@@ -283,15 +288,22 @@ def scan_workspace(
     return ScanReport(files=files, skipped=dict(skipped))
 
 
+# check_path's verdict on a folder to scan.
+FOLDER = "folder"
+
+
 def check_path(rules: WorkspaceFilter, rel: str) -> ScannedFile | str:
     """The scan's verdict on one workspace-relative path (for file events): a ScannedFile
-    to index, or why not: "missing", "excluded", "too-large", "symlink-outside-root"."""
+    to index, or why not: "missing", "excluded", "too-large", "symlink-outside-root"; or
+    "folder" for a folder to scan (created, or moved here: an event may name it alone)."""
     abs_path = rules.root / rel
     if not decodable(rel):
         return "undecodable-name"
     try:
+        if abs_path.is_dir() and not abs_path.is_symlink():  # (scans follow no folder link)
+            return FOLDER if rules.includes(rel, is_dir=True) else "excluded"
         if not abs_path.is_file():
-            return "missing"  # deleted, or a folder, or a broken link
+            return "missing"  # deleted, or a broken link
         if abs_path.is_symlink() and rules.relative(os.path.realpath(abs_path)) is None:
             return "symlink-outside-root"
         if not rules.has_extension(rel) or not rules.includes(rel):

@@ -105,6 +105,7 @@ def _retrieve(index: SearchIndex, q: QueryAnalysis, mode: str, limit: int, where
     # is its drafted windows. A vector search has only the stored chunks' meaning to go by.
     reads_draft = lexical and index.draft is not None and not filters.kinds
     shadowed = index.draft.paths() if reads_draft else frozenset()
+    gone = index.draft.gone_folders() if shadowed else ()  # (a deleted folder's files)
     drafted = (index.draft.search(q.terms, q.identifiers, limit, draft_filter(filters))
                if shadowed else [])
     if where == "(false)":  # no indexed file passes the filters; drafted ones may
@@ -123,11 +124,11 @@ def _retrieve(index: SearchIndex, q: QueryAnalysis, mode: str, limit: int, where
     found: dict[str, Candidate] = {}
     if query_vector is not None:
         for row in store.vector_search(query_vector, limit, where):
-            if row["path"] not in shadowed:
+            if row["path"] not in shadowed and not row["path"].startswith(gone):
                 found[row["id"]] = Candidate(row, row["cosine"])
     for future in (text_rows, definition_rows):
         for row in future.result() if future is not None else ():
-            if row["id"] in found or row["path"] in shadowed:
+            if row["id"] in found or row["path"] in shadowed or row["path"].startswith(gone):
                 continue
             vector = row.pop("vector", None)
             cosine = (float(np.asarray(vector, dtype=np.float32) @ query_vector)

@@ -91,6 +91,7 @@ class DraftIndex:
         self._drafted_at: dict[str, int] = {}
         self._clock = 0
         self._saved: set[str] = set()
+        self._gone: set[str] = set()  # saved paths that no longer exist (files or folders)
 
     def __len__(self) -> int:
         """Files held."""
@@ -106,16 +107,24 @@ class DraftIndex:
         with self._lock:
             return frozenset(self._by_path)
 
+    def gone_folders(self) -> tuple[str, ...]:
+        """``path/`` for each path drafted as gone: a deleted folder's files, which no event
+        may name, are not found either."""
+        with self._lock:
+            return tuple(f"{path}/" for path in self._gone)
+
     def mark(self) -> int:
         """Now, on the clock of adds: an entry added later is newer than what a reader of the
         file after this call has read (see :meth:`discard`)."""
         with self._lock:
             return self._clock
 
-    def add(self, path: str, text: str, language: str, *, saved: bool = False) -> bool:
+    def add(self, path: str, text: str, language: str, *, saved: bool = False,
+            gone: bool = False) -> bool:
         """Hold ``path``'s text (already redacted as indexing would) in place of what it held;
-        ``""`` for a file that is gone; ``saved``: a changed file ahead of its update, not a
-        new file of a run. False when full (and ``path`` is no longer held)."""
+        ``""`` for a file that will not be indexed; ``saved``: a changed file ahead of its
+        update, not a new file of a run; ``gone``: the path no longer exists (a file or a
+        folder). False when full (and ``path`` is no longer held)."""
         if self._bytes - self._size.get(path, 0) + len(text) > self._max_bytes:
             self.discard([path])  # what it held is older than the file
             return False
@@ -145,6 +154,8 @@ class DraftIndex:
             self._clock += 1
             if saved:
                 self._saved.add(path)
+            if gone:
+                self._gone.add(path)
             self._prune_postings()
         return True
 
@@ -162,6 +173,7 @@ class DraftIndex:
         self._bytes -= self._size.pop(path, 0)
         self._drafted_at.pop(path, None)
         self._saved.discard(path)
+        self._gone.discard(path)
         for window_id in self._by_path.pop(path, ()):
             del self._windows[window_id]
             self._dropped += 1
