@@ -82,6 +82,7 @@ def test_a_deleted_file_is_found_no_more_before_its_update(workspace: Workspace)
     assert workspace.draft_saved([str(workspace.root / PASSWORDS)]) == 1  # absolute, too
     assert PASSWORDS not in _paths(workspace, "hash_password", mode="lexical")
     assert PASSWORDS not in _paths(workspace, "hash a password with a salt")
+    assert PASSWORDS not in _paths(workspace, "hash a password with a salt", mode="vector")
     workspace.update([PASSWORDS])
     assert _held(workspace) == 0
     assert PASSWORDS not in _paths(workspace, "hash_password", mode="lexical")
@@ -94,6 +95,7 @@ def test_a_deleted_folder_is_found_no_more_before_its_update(workspace: Workspac
     assert workspace.draft_saved(["src/auth"]) == 1  # the folder: its files no event names
     assert PASSWORDS not in _paths(workspace, "hash_password", mode="lexical")
     assert PASSWORDS not in _paths(workspace, "hash a password with a salt")
+    assert PASSWORDS not in _paths(workspace, "hash a password with a salt", mode="vector")
     assert LRU in _paths(workspace, "LRUCache", mode="lexical")  # (only what was under it)
     workspace.update(["src/auth"])
     assert _held(workspace) == 0

@@ -102,10 +102,15 @@ def _retrieve(index: SearchIndex, q: QueryAnalysis, mode: str, limit: int, where
     store = index.store
     lexical = mode != "vector"
     # A drafted file's stored chunks (if any) are of its text before a save: what words find
-    # is its drafted windows. A vector search has only the stored chunks' meaning to go by.
+    # is its drafted windows. A vector search has only the stored chunks' meaning to go by,
+    # except for a file deleted, or under a folder deleted (every search).
     reads_draft = lexical and index.draft is not None and not filters.kinds
     shadowed = index.draft.paths() if reads_draft else frozenset()
-    gone = index.draft.gone_folders() if shadowed else ()  # (a deleted folder's files)
+    gone = index.draft.gone_prefixes() if index.draft else ()
+
+    def hidden(path: str) -> bool:
+        return path in shadowed or f"{path}/".startswith(gone)
+
     drafted = (index.draft.search(q.terms, q.identifiers, limit, draft_filter(filters))
                if shadowed else [])
     if where == "(false)":  # no indexed file passes the filters; drafted ones may
@@ -124,11 +129,11 @@ def _retrieve(index: SearchIndex, q: QueryAnalysis, mode: str, limit: int, where
     found: dict[str, Candidate] = {}
     if query_vector is not None:
         for row in store.vector_search(query_vector, limit, where):
-            if row["path"] not in shadowed and not row["path"].startswith(gone):
+            if not hidden(row["path"]):
                 found[row["id"]] = Candidate(row, row["cosine"])
     for future in (text_rows, definition_rows):
         for row in future.result() if future is not None else ():
-            if row["id"] in found or row["path"] in shadowed or row["path"].startswith(gone):
+            if row["id"] in found or hidden(row["path"]):
                 continue
             vector = row.pop("vector", None)
             cosine = (float(np.asarray(vector, dtype=np.float32) @ query_vector)

@@ -107,9 +107,10 @@ class DraftIndex:
         with self._lock:
             return frozenset(self._by_path)
 
-    def gone_folders(self) -> tuple[str, ...]:
-        """``path/`` for each path drafted as gone: a deleted folder's files, which no event
-        may name, are not found either."""
+    def gone_prefixes(self) -> tuple[str, ...]:
+        """``path/`` for each path drafted as gone: a stored path ``p`` is gone when ``p/``
+        starts with one (the deleted file itself, or a file under a deleted folder, which no
+        event may name)."""
         with self._lock:
             return tuple(f"{path}/" for path in self._gone)
 
