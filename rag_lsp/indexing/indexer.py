@@ -287,10 +287,10 @@ class Indexer:
                              message=f"making {len(new):,} new files searchable by their words"))
         for scanned in new:
             self._pause()
-            content, language = self._read(scanned)
+            content, language = read_for_index(scanned, self.settings)
             if not isinstance(content, FileContent):
                 continue  # the run skips it too, and says why
-            if not self._draft.add(scanned.path, self._text_to_index(content), language):
+            if not self._draft.add(scanned.path, text_to_index(content, self.settings), language):
                 log.info("draft index full: later new files are searchable once embedded")
                 return
             drafted.append(scanned.path)
@@ -327,7 +327,7 @@ class Indexer:
         report: IndexReport,
         unchanged: list[FileRecord],
     ) -> _Pending | None:
-        content, language = self._read(scanned)
+        content, language = read_for_index(scanned, self.settings)
         if not isinstance(content, FileContent):
             log.info("skipped %s: %s", scanned.path, content)
             report.skip(content)
@@ -342,18 +342,12 @@ class Indexer:
                                         old.sha256, old.chunks))
             report.files_unchanged += 1
             return None
-        chunks = chunk_document(self._text_to_index(content), language, self._counter,
+        chunks = chunk_document(text_to_index(content, self.settings), language, self._counter,
                                 self._options, path=scanned.path)
         record = FileRecord(scanned.path, scanned.size, scanned.mtime_ns, content.sha256,
                             len(chunks))
         report.files_indexed += 1
         return _Pending(record, chunks, language, _weight(scanned))
-
-    def _read(self, scanned: ScannedFile) -> tuple[FileContent | str, str]:
-        return read_for_index(scanned, self.settings)
-
-    def _text_to_index(self, content: FileContent) -> str:
-        return text_to_index(content, self.settings)
 
     def _write(self, pending: list[_Pending], report: IndexReport, meter: _Meter) -> None:
         embed_texts = [c.embed_text for item in pending for c in item.chunks]

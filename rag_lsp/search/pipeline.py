@@ -109,7 +109,7 @@ def _retrieve(index: SearchIndex, q: QueryAnalysis, mode: str, limit: int, where
     gone = index.draft.gone_prefixes() if index.draft else ()
 
     def hidden(path: str) -> bool:
-        return path in shadowed or f"{path}/".startswith(gone)
+        return path in shadowed or bool(gone) and f"{path}/".startswith(gone)
 
     drafted = (index.draft.search(q.terms, q.identifiers, limit, draft_filter(filters))
                if shadowed else [])

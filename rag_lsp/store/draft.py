@@ -36,8 +36,8 @@ WINDOW_LINES = 40
 # files of 10 kB; the draft then holds ~90 MB: 27 MB per 10 MB of text), the rest becomes
 # searchable as it is embedded.
 MAX_BYTES = 32 << 20
-# Windows held at most when the term lists are built again without the discarded ones
-# (~110 terms a window: ~13 ms of the lock for 1,000, measured on rag-lsp's own sources).
+# Windows held at most when the term lists are built again without the discarded ones (4.8 ms
+# of the lock for 375 windows of rag-lsp's own sources, ~110 terms each: ~13 ms for 1,000).
 PRUNE_MAX_WINDOWS = 1000
 # What a drafted window is, for filters and for result kinds (the chunker's plain windows).
 DRAFT_KIND = "text"
