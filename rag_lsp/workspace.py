@@ -37,7 +37,7 @@ from rag_lsp.errors import (
     RagLspError,
     WorkspaceClosedError,
 )
-from rag_lsp.indexing.file_text import DRAFT_SAVED_MAX_FILES, draft_saved
+from rag_lsp.indexing.file_text import draft_saved
 from rag_lsp.indexing.indexer import Indexer
 from rag_lsp.indexing.progress import IndexProgress, IndexReport, ProgressCallback
 from rag_lsp.indexing.scan import WorkspaceFilter
@@ -420,16 +420,17 @@ class Workspace:
                 self._draft.discard((r for r in map(rules.relative, rel_paths) if r),
                                     drafted_before=read_from)
 
-    def drafts_saved_files(self, count: int) -> bool:
-        """Whether :meth:`draft_saved` drafts a burst of ``count`` changed files."""
-        return self._draft is not None and count <= DRAFT_SAVED_MAX_FILES
+    def drafts_saved_files(self) -> bool:
+        """Whether :meth:`draft_saved` drafts anything (not without ``lexicalFirst``)."""
+        return self._draft is not None
 
     def draft_saved(self, rel_paths: list[str]) -> int:
         """Make these changed paths searchable by their words now, as they are on disk, ahead
         of their :meth:`update` (which may wait behind another write: a compaction that trains
         the ANN index again takes tens of seconds at 100k chunks); a deleted one is no longer
-        found. None of a burst of more than ``DRAFT_SAVED_MAX_FILES``, and none without
-        ``lexicalFirst``. How many paths were drafted."""
+        found. Of a burst of more than ``DRAFT_SAVED_MAX_FILES`` (a branch switch) only the
+        deleted files and folders, and nothing without ``lexicalFirst``. How many paths were
+        drafted."""
         if self._draft is None:
             return 0
         return draft_saved(self._draft, self.event_filter(), rel_paths, self.priority.wait_turn)

@@ -10,7 +10,7 @@ import pytest
 from rag_lsp.config import Settings
 from rag_lsp.indexing.indexer import DRAFT_MIN_FILES
 from rag_lsp.search.results import SearchFilters
-from rag_lsp.store.draft import DraftIndex
+from rag_lsp.store.draft import DraftIndex, is_gone
 from rag_lsp.workspace import Workspace
 
 from .conftest import write_files
@@ -248,3 +248,24 @@ def test_a_run_stopped_while_it_drafts_leaves_nothing_drafted(tmp_path: Path, em
     with pytest.raises(KeyboardInterrupt):
         ws.index()
     assert pauses == 6 and ws.drafted_files() == 0
+
+
+def test_a_path_is_gone_when_it_or_a_folder_above_it_is():
+    gone = frozenset({"src/auth", "docs/guide.md"})
+    assert is_gone("docs/guide.md", gone)
+    assert is_gone("src/auth/passwords.py", gone)
+    assert is_gone("src/auth/deep/er/file.py", gone)
+    assert not is_gone("src/authz/passwords.py", gone)  # a name that only begins alike
+    assert not is_gone("src/auth.py", gone)
+    assert not is_gone("docs/guide.md.bak", gone)
+    assert not is_gone("src", gone)
+    assert not is_gone("README.md", frozenset())
+
+
+def test_the_gone_paths_are_the_deleted_entries_held():
+    draft = DraftIndex()
+    draft.add("src/auth", "", "", saved=True, gone=True)
+    draft.add("src/lru.py", "class LRUCache:\n    pass\n", "python", saved=True)
+    assert draft.gone_paths() == {"src/auth"}
+    draft.discard(["src/auth"])
+    assert draft.gone_paths() == frozenset()

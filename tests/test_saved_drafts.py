@@ -7,6 +7,7 @@ process, with its writer thread held inside a write.
 from __future__ import annotations
 
 import asyncio
+import shutil
 import threading
 import time
 from pathlib import Path
@@ -89,8 +90,6 @@ def test_a_deleted_file_is_found_no_more_before_its_update(workspace: Workspace)
 
 
 def test_a_deleted_folder_is_found_no_more_before_its_update(workspace: Workspace):
-    import shutil
-
     shutil.rmtree(workspace.root / "src/auth")
     assert workspace.draft_saved(["src/auth"]) == 1  # the folder: its files no event names
     assert PASSWORDS not in _paths(workspace, "hash_password", mode="lexical")
@@ -171,13 +170,33 @@ def test_a_run_that_stops_keeps_the_drafts_its_updates_will_end(workspace: Works
     assert _held(workspace) == 0
 
 
-def test_a_burst_too_large_is_not_drafted(workspace: Workspace):
-    many = [f"src/gen_{n}.py" for n in range(DRAFT_SAVED_MAX_FILES + 1)]
+def test_of_a_burst_too_large_to_read_what_is_gone_is_drafted(workspace: Workspace):
+    """A branch switch: too many files to read ahead of their update, but the deleted ones
+    (a stat each) are found no more from the start."""
+    gone = ((PASSWORDS, "hash a password with a salt"),
+            ("docs/guide.md", "nginx reverse proxy deployment"))
+    for path, query in gone:
+        for mode in ("lexical", "hybrid", "vector"):
+            assert path in _paths(workspace, query, mode=mode), (path, mode)
+    many = [f"src/gen_{n}.py" for n in range(DRAFT_SAVED_MAX_FILES)]
     for rel in many:
         (workspace.root / rel).write_text(f"def generated_{rel[8:-3]}():\n    pass\n")
-    assert not workspace.drafts_saved_files(len(many))
-    assert workspace.draft_saved(many) == 0 and _held(workspace) == 0
-    assert workspace.drafts_saved_files(DRAFT_SAVED_MAX_FILES)
+    _save_renamed(workspace.root)
+    (workspace.root / "docs/guide.md").unlink()
+    shutil.rmtree(workspace.root / "src/auth")
+    burst = [*many, LRU, "docs/guide.md", "src/auth"]
+    assert workspace.draft_saved(burst) == 2 and _held(workspace) == 2  # the deleted two
+    for path, query in gone:
+        for mode in ("lexical", "hybrid", "vector"):
+            assert path not in _paths(workspace, query, mode=mode), (path, mode)
+    # What was written is not read ahead: words find what the index holds until the update.
+    assert "LRUCache" in _symbols(workspace, "LRUCache")
+    assert _paths(workspace, "generated_7", mode="lexical") == []
+    workspace.update(burst)
+    assert _held(workspace) == 0
+    assert _paths(workspace, "generated_7", mode="lexical")[:1] == ["src/gen_7.py"]
+    assert "RecencyCache" in _symbols(workspace, "RecencyCache")
+    assert PASSWORDS not in _paths(workspace, "hash_password", mode="lexical")
 
 
 def test_without_lexical_first_nothing_is_drafted(tmp_path: Path, embedder):
@@ -185,7 +204,7 @@ def test_without_lexical_first_nothing_is_drafted(tmp_path: Path, embedder):
                         embedder=embedder)
     ws.index()
     _save_renamed(ws.root)
-    assert not ws.drafts_saved_files(1)
+    assert not ws.drafts_saved_files()
     assert ws.draft_saved([LRU]) == 0
     assert "LRUCache" in _symbols(ws, "LRUCache")  # the index as it is
 
@@ -230,6 +249,38 @@ async def test_a_save_behind_a_busy_writer_is_found_before_its_update(sample_roo
                                    lambda rs: rs and rs[0]["symbol"], timeout=WAIT_SECONDS)
         assert found[0]["path"] == LRU
         await _until_none_held(folder.workspace)  # (the deletion's entry goes as update ends)
+        assert await _search(lsp, "hash_password") == []
+
+
+async def test_a_branch_switch_behind_a_busy_writer_hides_its_deleted_files(sample_root,
+                                                                          embedder):
+    """Too many changed files to read ahead of their update: the deleted one is found no more
+    while the update waits; the new ones are found once it has run."""
+    async with InProcessServer(embedder=embedder) as lsp:
+        await lsp.start(sample_root, options={})
+        await lsp.wait_for_state("ready", timeout=WAIT_SECONDS)
+        (folder,) = lsp.server.folders.values()
+        assert await _search(lsp, "hash_password")
+        release = threading.Event()
+        held = asyncio.ensure_future(folder.jobs.write(release.wait, WAIT_SECONDS))
+        try:
+            changes = []
+            for n in range(DRAFT_SAVED_MAX_FILES):
+                path = sample_root / f"src/gen_{n}.py"
+                path.write_text(f"def generated_{n}():\n    pass\n")
+                changes.append({"uri": path.as_uri(), "type": 1})  # Created
+            (sample_root / PASSWORDS).unlink()
+            changes.append({"uri": (sample_root / PASSWORDS).as_uri(), "type": 3})  # Deleted
+            lsp.notify("workspace/didChangeWatchedFiles", {"changes": changes})
+            await _until_found(lsp, "hash_password", lambda rs: rs == [])
+            assert not held.done()  # the writer is still held: the update has not run
+            assert await _search(lsp, "generated_7") == []  # not read ahead
+        finally:
+            release.set()
+            await held
+        found = await _until_found(lsp, "generated_7", bool, timeout=WAIT_SECONDS)
+        assert found[0]["path"] == "src/gen_7.py"
+        await _until_none_held(folder.workspace)
         assert await _search(lsp, "hash_password") == []
 
 

@@ -26,8 +26,9 @@ from rag_lsp.store.draft import DraftIndex
 # Skip reason for code whose lines average over 400 characters (a bundle, one-line data).
 MINIFIED = "minified"
 # A burst of at most this many changed files is drafted ahead of its update, which waits for
-# it (drafting takes 7-8 s per 10 MB: ~0.4 s for 50 files of 10 kB). A larger one (a branch
-# switch) is searchable as its update writes it.
+# it (drafting takes 7-8 s per 10 MB: ~0.4 s for 50 files of 10 kB). Of a larger one (a branch
+# switch) only what is gone is drafted, which reads nothing; its changed files are searchable
+# as its update writes them.
 DRAFT_SAVED_MAX_FILES = 50
 
 
@@ -49,14 +50,15 @@ def draft_saved(draft: DraftIndex, rules: WorkspaceFilter, paths: Iterable[str],
     """Put these changed paths (workspace-relative or absolute) in ``draft`` as they are now,
     ahead of their update: a file by its words, one that will not be indexed (excluded, too
     large, binary) as nothing, a deleted file or folder as nothing (under it). ``pause()``
-    comes before each file (searches first). How many were drafted (none of more than
-    DRAFT_SAVED_MAX_FILES)."""
+    comes before each file (searches first). Of a burst of more than DRAFT_SAVED_MAX_FILES,
+    only the deleted files and folders. How many were drafted."""
     rels = sorted({r for r in map(rules.relative, paths) if r})
-    if len(rels) > DRAFT_SAVED_MAX_FILES:
-        return 0
+    reading = len(rels) <= DRAFT_SAVED_MAX_FILES
     drafted = 0
     for rel in rels:
         pause()
+        if not reading and (rules.root / rel).exists():
+            continue  # (one stat: a branch switch's 1,000 paths take milliseconds)
         verdict = check_path(rules, rel)
         if verdict == FOLDER:
             continue  # its files, if any, are found by its update's scan

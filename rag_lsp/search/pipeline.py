@@ -41,7 +41,7 @@ from rag_lsp.search.results import (
     preview_of,
     snippet_of,
 )
-from rag_lsp.store.draft import DraftIndex, is_drafted
+from rag_lsp.store.draft import DraftIndex, is_drafted, is_gone
 from rag_lsp.store.lance_store import ChunkStore
 from rag_lsp.store.sql import all_of, in_list
 from rag_lsp.terms import path_terms
@@ -106,10 +106,10 @@ def _retrieve(index: SearchIndex, q: QueryAnalysis, mode: str, limit: int, where
     # except for a file deleted, or under a folder deleted (every search).
     reads_draft = lexical and index.draft is not None and not filters.kinds
     shadowed = index.draft.paths() if reads_draft else frozenset()
-    gone = index.draft.gone_prefixes() if index.draft else ()
+    gone = index.draft.gone_paths() if index.draft else frozenset()
 
     def hidden(path: str) -> bool:
-        return path in shadowed or bool(gone) and f"{path}/".startswith(gone)
+        return path in shadowed or bool(gone) and is_gone(path, gone)
 
     drafted = (index.draft.search(q.terms, q.identifiers, limit, draft_filter(filters))
                if shadowed else [])

@@ -67,6 +67,18 @@ class _Window:
                 "text": self.text, "defines": self.defines, "terms": self.terms}
 
 
+def is_gone(path: str, gone: frozenset[str]) -> bool:
+    """Whether ``path`` or a folder above it is in ``gone`` (a deleted file, or a file under a
+    deleted folder, which no event may name): one set lookup a level, however many paths a
+    branch switch deleted."""
+    end = len(path)
+    while end > 0:
+        if path[:end] in gone:
+            return True
+        end = path.rfind("/", 0, end)
+    return False
+
+
 class DraftIndex:
     """Files by their words until their real chunks are written. Thread-safe: the indexer
     adds and discards while searches read."""
@@ -107,12 +119,11 @@ class DraftIndex:
         with self._lock:
             return frozenset(self._by_path)
 
-    def gone_prefixes(self) -> tuple[str, ...]:
-        """``path/`` for each path drafted as gone: a stored path ``p`` is gone when ``p/``
-        starts with one (the deleted file itself, or a file under a deleted folder, which no
-        event may name)."""
+    def gone_paths(self) -> frozenset[str]:
+        """The paths drafted as gone: a stored file is gone when it or a folder above it is
+        one (see :func:`is_gone`)."""
         with self._lock:
-            return tuple(f"{path}/" for path in self._gone)
+            return frozenset(self._gone)
 
     def mark(self) -> int:
         """Now, on the clock of adds: an entry added later is newer than what a reader of the

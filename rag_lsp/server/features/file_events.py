@@ -115,7 +115,7 @@ class FileEventBatches:
         again took 27-38 s at 100k chunks)."""
         jobs = folder.jobs
         paths, jobs.undrafted = sorted(jobs.undrafted), set()
-        if not paths or not folder.workspace.drafts_saved_files(len(paths)):
+        if not paths or not folder.workspace.drafts_saved_files():
             return
         try:
             await jobs.read(folder.workspace.draft_saved, paths)
