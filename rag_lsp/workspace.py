@@ -424,15 +424,15 @@ class Workspace:
         """Whether :meth:`draft_saved` drafts anything (not without ``lexicalFirst``)."""
         return self._draft is not None
 
-    def draft_saved(self, rel_paths: list[str]) -> int:
+    def draft_saved(self, rel_paths: list[str]) -> list[str]:
         """Make these changed paths searchable by their words now, as they are on disk, ahead
         of their :meth:`update` (which may wait behind another write: a compaction that trains
         the ANN index again takes tens of seconds at 100k chunks); a deleted one is no longer
         found. Of a burst of more than ``DRAFT_SAVED_MAX_FILES`` (a branch switch) only the
-        deleted files and folders, and nothing without ``lexicalFirst``. How many paths were
-        drafted."""
+        deleted files and folders, and nothing without ``lexicalFirst``. The paths drafted
+        (workspace-relative)."""
         if self._draft is None:
-            return 0
+            return []
         return draft_saved(self._draft, self.event_filter(), rel_paths, self.priority.wait_turn)
 
     def compact(self, *, force: bool = False) -> bool:

@@ -16,8 +16,10 @@ import pytest
 
 from rag_lsp.agents.keeper import READY, WorkspaceKeeper
 from rag_lsp.config import Settings
-from rag_lsp.indexing.file_text import DRAFT_SAVED_MAX_FILES
+from rag_lsp.indexing.file_text import DRAFT_SAVED_MAX_FILES, draft_saved
 from rag_lsp.indexing.indexer import Indexer
+from rag_lsp.indexing.scan import WorkspaceFilter
+from rag_lsp.store.draft import DraftIndex
 from rag_lsp.store.lance_store import ChunkStore
 from rag_lsp.workspace import Workspace
 from tests.conftest import make_sample_root
@@ -60,7 +62,7 @@ def _save_renamed(root: Path) -> None:
 
 def test_a_saved_file_answers_by_its_new_words_until_its_update_lands(workspace: Workspace):
     _save_renamed(workspace.root)
-    assert workspace.draft_saved([LRU]) == 1
+    assert workspace.draft_saved([LRU]) == [LRU]
     found = workspace.search("rebalance_ledger_quota", mode="lexical").results
     assert found and found[0].path == LRU and found[0].kind == "text"  # a drafted window
     assert LRU in _paths(workspace, "rebalance the ledger quota")  # hybrid too
@@ -80,7 +82,7 @@ def test_a_saved_file_answers_by_its_new_words_until_its_update_lands(workspace:
 def test_a_deleted_file_is_found_no_more_before_its_update(workspace: Workspace):
     assert PASSWORDS in _paths(workspace, "hash_password", mode="lexical")
     (workspace.root / PASSWORDS).unlink()
-    assert workspace.draft_saved([str(workspace.root / PASSWORDS)]) == 1  # absolute, too
+    assert workspace.draft_saved([str(workspace.root / PASSWORDS)]) == [PASSWORDS]  # absolute
     assert PASSWORDS not in _paths(workspace, "hash_password", mode="lexical")
     assert PASSWORDS not in _paths(workspace, "hash a password with a salt")
     assert PASSWORDS not in _paths(workspace, "hash a password with a salt", mode="vector")
@@ -91,7 +93,7 @@ def test_a_deleted_file_is_found_no_more_before_its_update(workspace: Workspace)
 
 def test_a_deleted_folder_is_found_no_more_before_its_update(workspace: Workspace):
     shutil.rmtree(workspace.root / "src/auth")
-    assert workspace.draft_saved(["src/auth"]) == 1  # the folder: its files no event names
+    assert workspace.draft_saved(["src/auth"]) == ["src/auth"]  # (no event names its files)
     assert PASSWORDS not in _paths(workspace, "hash_password", mode="lexical")
     assert PASSWORDS not in _paths(workspace, "hash a password with a salt")
     assert PASSWORDS not in _paths(workspace, "hash a password with a salt", mode="vector")
@@ -144,7 +146,7 @@ def test_a_file_saved_again_during_its_update_keeps_its_newer_draft(workspace: W
 def test_a_run_ends_the_drafts_from_before_it(workspace: Workspace):
     _save_renamed(workspace.root)
     (workspace.root / PASSWORDS).unlink()
-    assert workspace.draft_saved([LRU, PASSWORDS]) == 2
+    assert workspace.draft_saved([LRU, PASSWORDS]) == [PASSWORDS, LRU]
     workspace.index()
     assert _held(workspace) == 0
     assert workspace.search("rebalance_ledger_quota", mode="lexical").results[0].symbol
@@ -185,7 +187,8 @@ def test_of_a_burst_too_large_to_read_what_is_gone_is_drafted(workspace: Workspa
     (workspace.root / "docs/guide.md").unlink()
     shutil.rmtree(workspace.root / "src/auth")
     burst = [*many, LRU, "docs/guide.md", "src/auth"]
-    assert workspace.draft_saved(burst) == 2 and _held(workspace) == 2  # the deleted two
+    assert workspace.draft_saved(burst) == ["docs/guide.md", "src/auth"]  # the deleted two
+    assert _held(workspace) == 2
     for path, query in gone:
         for mode in ("lexical", "hybrid", "vector"):
             assert path not in _paths(workspace, query, mode=mode), (path, mode)
@@ -199,13 +202,30 @@ def test_of_a_burst_too_large_to_read_what_is_gone_is_drafted(workspace: Workspa
     assert PASSWORDS not in _paths(workspace, "hash_password", mode="lexical")
 
 
+def test_a_burst_too_large_to_read_waits_for_searches_only_before_what_it_drafts(
+        sample_root: Path):
+    """Searches go first before each file drafted, not before each of a branch switch's
+    paths that exist and are not read."""
+    many = [f"src/gen_{n}.py" for n in range(DRAFT_SAVED_MAX_FILES)]
+    for rel in many:
+        (sample_root / rel).write_text("x = 1\n")
+    (sample_root / PASSWORDS).unlink()
+    pauses = []
+    drafted = draft_saved(DraftIndex(), WorkspaceFilter(sample_root, Settings()),
+                          [*many, LRU, PASSWORDS], lambda: pauses.append(1))
+    assert drafted == [PASSWORDS] and len(pauses) == 1
+    assert len(draft_saved(DraftIndex(), WorkspaceFilter(sample_root, Settings()), many[:3],
+                           lambda: pauses.append(1))) == 3
+    assert len(pauses) == 4  # a burst it reads: before each file
+
+
 def test_without_lexical_first_nothing_is_drafted(tmp_path: Path, embedder):
     ws = Workspace.open(make_sample_root(tmp_path), Settings.from_dict({"lexicalFirst": False}),
                         embedder=embedder)
     ws.index()
     _save_renamed(ws.root)
     assert not ws.drafts_saved_files()
-    assert ws.draft_saved([LRU]) == 0
+    assert ws.draft_saved([LRU]) == []
     assert "LRUCache" in _symbols(ws, "LRUCache")  # the index as it is
 
 

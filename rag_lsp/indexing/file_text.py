@@ -46,24 +46,26 @@ def text_to_index(content: FileContent, settings: Settings) -> str:
 
 
 def draft_saved(draft: DraftIndex, rules: WorkspaceFilter, paths: Iterable[str],
-                pause: Callable[[], None] = lambda: None) -> int:
+                pause: Callable[[], None] = lambda: None) -> list[str]:
     """Put these changed paths (workspace-relative or absolute) in ``draft`` as they are now,
     ahead of their update: a file by its words, one that will not be indexed (excluded, too
     large, binary) as nothing, a deleted file or folder as nothing (under it). ``pause()``
-    comes before each file (searches first). Of a burst of more than DRAFT_SAVED_MAX_FILES,
-    only the deleted files and folders. How many were drafted."""
+    comes before each file read or drafted (searches first). Of a burst of more than
+    DRAFT_SAVED_MAX_FILES, only the deleted files and folders. The paths drafted
+    (workspace-relative)."""
     rels = sorted({r for r in map(rules.relative, paths) if r})
     reading = len(rels) <= DRAFT_SAVED_MAX_FILES
-    drafted = 0
+    drafted = []
     for rel in rels:
-        pause()
         if not reading and (rules.root / rel).exists():
             continue  # (one stat: a branch switch's 1,000 paths take milliseconds)
+        pause()
         verdict = check_path(rules, rel)
         if verdict == FOLDER:
             continue  # its files, if any, are found by its update's scan
         content, language = (read_for_index(verdict, rules.settings)
                              if isinstance(verdict, ScannedFile) else (verdict, ""))
         text = text_to_index(content, rules.settings) if isinstance(content, FileContent) else ""
-        drafted += draft.add(rel, text, language, saved=True, gone=verdict == "missing")
+        if draft.add(rel, text, language, saved=True, gone=verdict == "missing"):
+            drafted.append(rel)
     return drafted

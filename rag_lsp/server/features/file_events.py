@@ -117,8 +117,9 @@ class FileEventBatches:
         paths, jobs.undrafted = sorted(jobs.undrafted), set()
         if not paths or not folder.workspace.drafts_saved_files():
             return
+        drafted = paths  # (if drafting fails part-way: any of them may be)
         try:
-            await jobs.read(folder.workspace.draft_saved, paths)
+            drafted = await jobs.read(folder.workspace.draft_saved, paths)
         except Exception as exc:  # a head start only: the update follows regardless
             if not folder.closed:
                 log.warning("%s: could not draft %d changed files: %s", folder.name,
@@ -128,4 +129,4 @@ class FileEventBatches:
             # the draft did: the next update reads it again, and ends its draft (a flush or a
             # run under way flushes what is pending when it ends).
             if not folder.closed:
-                jobs.pending.update(paths)
+                jobs.pending.update(drafted)
