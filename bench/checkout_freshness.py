@@ -1,5 +1,6 @@
-"""After a branch switch: how soon a file the checkout deleted is no longer found, beside
-another checkout of rag-lsp's code (``--baseline DIR``), in alternating fresh processes.
+"""After a branch switch: how soon a file the checkout deleted is no longer found, and a file it
+changed or created is found by a word it gained, beside another checkout of rag-lsp's code
+(``--baseline DIR``), in alternating fresh processes.
 
 A checkout's file events reach the engine as one burst, and both servers hand it over the
 same way: ``Workspace.draft_saved(paths)`` (on the language server's reader thread), then
@@ -9,13 +10,15 @@ shared embedding cache on, each process with its own copy of one that a first pr
 at ``--from``: that index embeds nothing, and the update embeds what is new at ``--to``, as on
 a first switch to a branch); ``git checkout --to``; then the draft and the update of the
 paths the two differ in (``git diff --no-renames``: a renamed file is its old path deleted
-and its new one created) on a thread, while this one searches every 20 ms for each deleted
-file: the words of its name, lexically, in that path alone (found: anything returned). The
-figure is the time from the start of the hand-over until a deleted file is no longer found,
-beside the update's own time. (Searches stop for a file once it is hidden, so the side that
-hides them sooner also searches less beside its update.)
+and its new one created) on a thread, while this one searches every 20 ms, lexically and in
+one path alone (found: anything returned), for each deleted file by the words of its name,
+and for each changed or new file by the longest word of its new text none of whose terms its
+old text had (files without one, or not indexed, are left out). Times run from the start of
+the hand-over: a server adds its own event batching (30-250 ms) before it. (Searches stop for
+a file once it is settled, so the side that settles them sooner also searches less beside its
+update.)
 
-    .venv/bin/python bench/checkout_freshness.py --baseline /tmp/wt-before   # cobra, ~5 min
+    .venv/bin/python bench/checkout_freshness.py --baseline /tmp/wt-before   # cobra, ~4 min
     .venv/bin/python bench/checkout_freshness.py --repo spf13/cobra --from v1.7.0 --to v1.8.0
 """
 
@@ -35,8 +38,8 @@ from pathlib import Path
 
 from branch_switch import git, mirror_of  # this script's folder is on the import path
 from codebench.data import DEFAULT_MIRRORS
+from codebench.engine import write_results
 from engine_latency import run_child
-from index_workspace import RESULTS
 
 HERE = Path(__file__).resolve().parent
 POLL_SECONDS = 0.02
@@ -67,12 +70,20 @@ def child(clone: Path, cache: Path, old: str, new: str) -> None:
         print(json.dumps({"code": str(Path(rag_lsp.__file__).parent.parent)}))
         return
 
-    def found(path: str) -> bool:
-        words = " ".join(re.split(r"[^A-Za-z0-9]+", Path(path).stem)).strip()
-        return bool(ws.search(words, mode="lexical",
+    def found(query: str, path: str) -> bool:
+        return bool(ws.search(query, mode="lexical",
                               filters=SearchFilters(paths=(f"/{path}",))).results)  # anchored
 
-    deleted = [p for p in diff(clone, old, new, "--diff-filter=D") if found(p)]
+    # A deleted file is probed by the words of its name; a changed or new one by a word it
+    # gained, none of whose terms its old text had (so its stored chunks cannot answer).
+    deleted = {p: " ".join(re.split(r"[^A-Za-z0-9]+", Path(p).stem)).strip()
+               for p in diff(clone, old, new, "--diff-filter=D")}
+    deleted = {p: q for p, q in deleted.items() if found(q, p)}
+    written = {}
+    for path in diff(clone, old, new, "--diff-filter=AM"):
+        word = gained_word(show(clone, old, path), show(clone, new, path))
+        if word and not found(word, path):
+            written[path] = word
     paths = diff(clone, old, new)
     git("checkout", "-q", new, cwd=clone)
     times: dict[str, float] = {}
@@ -80,28 +91,55 @@ def child(clone: Path, cache: Path, old: str, new: str) -> None:
     def hand_over() -> None:
         ws.draft_saved(paths)
         times["drafted"] = time.perf_counter() - started
-        times["update_report"] = ws.update(paths).seconds
+        ws.update(paths)
         times["updated"] = time.perf_counter() - started
 
     hidden: dict[str, float] = {}
+    shown: dict[str, float] = {}
     started = time.perf_counter()
     worker = threading.Thread(target=hand_over)
     worker.start()
-    while worker.is_alive() or len(hidden) < len(deleted):
-        for path in deleted:
-            if path not in hidden and not found(path):
+    while True:
+        done = not worker.is_alive()  # then one more look: what the update ended with
+        for path, query in deleted.items():
+            if path not in hidden and not found(query, path):
                 hidden[path] = time.perf_counter() - started
-        if not worker.is_alive() and len(hidden) < len(deleted):
-            break  # found after the update: reported as never hidden
+        for path, query in written.items():
+            if path not in shown and found(query, path):
+                shown[path] = time.perf_counter() - started
+        if done or (len(hidden) == len(deleted) and len(shown) == len(written)):
+            break
         time.sleep(POLL_SECONDS)
     worker.join()
+    # Not found even once the update was done: not indexed (an image), or the word not one
+    # the index finds in it.
+    left_out = sorted(set(written) - set(shown))
+    written = {p: w for p, w in written.items() if p in shown}
     print(json.dumps({
         "code": str(Path(rag_lsp.__file__).parent.parent), "paths": len(paths),
-        "deleted": deleted, "first_index_s": round(index_seconds, 1),
-        "first_index_embedded": first.chunks_embedded,
-        "hidden_ms": {p: round(s * 1000) for p, s in hidden.items()},
+        "deleted": sorted(deleted), "written": written, "left_out": left_out,
+        "first_index_s": round(index_seconds, 1), "first_index_embedded": first.chunks_embedded,
+        "hidden_ms": {p: round(t * 1000) for p, t in hidden.items()},
+        "found_ms": {p: round(t * 1000) for p, t in shown.items()},
         "drafted_ms": round(times["drafted"] * 1000),
         "updated_s": round(times["updated"], 2)}))
+
+
+def show(clone: Path, rev: str, path: str) -> str:
+    """``path``'s text at ``rev`` ("" where it does not exist)."""
+    out = subprocess.run(["git", "show", f"{rev}:{path}"], cwd=clone, capture_output=True)
+    return out.stdout.decode("utf-8", "replace") if out.returncode == 0 else ""
+
+
+def gained_word(before: str, after: str) -> str | None:
+    """The longest plain word of ``after`` whose terms (as the index derives them) ``before``
+    has none of; None if there is none."""
+    from rag_lsp.terms import text_terms
+
+    gained = text_terms(after) - text_terms(before)
+    words = {w for w in re.findall(r"\b[a-z]{6,}\b", after)
+             if (terms := text_terms(w)) and terms <= gained}
+    return max(words, key=lambda w: (len(w), w)) if words else None
 
 
 def measure(code: Path, mirror: Path, work: Path, old: str, new: str, label: str) -> dict:
@@ -117,13 +155,21 @@ def measure(code: Path, mirror: Path, work: Path, old: str, new: str, label: str
                      work, 3600)
 
 
+def spread(times: dict[str, int], wanted: int) -> str:
+    """p50 / max of ``times`` (ms), and how many of ``wanted`` never came."""
+    if not times:
+        return f"none of {wanted}"
+    ms = sorted(times.values())
+    return (f"p50 / max {statistics.median(ms):,.0f} / {max(ms):,} ms"
+            + (f" ({wanted - len(ms)} never)" if len(ms) < wanted else ""))
+
+
 def summary(run: dict) -> str:
-    hidden = sorted(run["hidden_ms"].values())
-    never = len(run["deleted"]) - len(hidden)
-    shown = (f"{statistics.median(hidden):,.0f} / {max(hidden):,} ms" if hidden else "-")
-    return (f"{len(run['deleted'])} deleted files, hidden after p50 / max {shown}"
-            + (f", {never} still found after the update" if never else "")
-            + f"; draft {run['drafted_ms']:,} ms, update done at {run['updated_s']:.1f} s")
+    deleted, written = len(run["deleted"]), len(run["written"])
+    return (f"{deleted} deleted files hidden after {spread(run['hidden_ms'], deleted)}; "
+            f"{written} changed or new found after {spread(run['found_ms'], written)} "
+            f"({len(run['left_out'])} left out); "
+            f"draft {run['drafted_ms']:,} ms, update done at {run['updated_s']:.1f} s")
 
 
 def main() -> int:
@@ -156,12 +202,9 @@ def main() -> int:
                 runs[name].append(measure(code, mirror, work, args.old, args.new, label))
                 if not args.json:
                     print(f"  round {n + 1}, {name}: {summary(runs[name][-1])}", flush=True)
-    result = {"repo": args.repo, "from": args.old, "to": args.new, "runs": runs,
-              "date": time.strftime("%Y-%m-%d %H:%M")}
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "checkout_freshness.json").write_text(json.dumps(result, indent=2) + "\n")
-    if args.json:
-        print(json.dumps(result, indent=2))
+    write_results("checkout_freshness", {"repo": args.repo, "from": args.old, "to": args.new,
+                                         "runs": runs, "date": time.strftime("%Y-%m-%d %H:%M")},
+                  print_json=args.json)
     return 0
 
 

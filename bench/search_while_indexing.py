@@ -117,6 +117,10 @@ def figures(runs: list[dict]) -> dict:
 
     return {"all": kind(every), "fresh copy": kind([r for r in every if not r[1]]),
             "stale copy": kind([r for r in every if r[1]]),
+            "p50_per_run": [round(statistics.median([s[0] for s in run["searches"]]), 1)
+                            for run in runs],
+            "p95_per_run": [round(pct([s[0] for s in run["searches"]], 0.95), 1)
+                            for run in runs],
             "index_seconds": [run.get("seconds") for run in runs],
             "chunks_written": [run.get("chunks_written") for run in runs]}
 
@@ -160,7 +164,8 @@ def main() -> int:
         return 0
     for name, f in results.items():
         print(f"\n{name}: {args.rounds} index run(s) of {f['index_seconds']} s, "
-              f"{f['chunks_written']} chunks written")
+              f"{f['chunks_written']} chunks written; p50 / p95 per run "
+              f"{f['p50_per_run']} / {f['p95_per_run']} ms")
         for kind in ("all", "fresh copy", "stale copy"):
             k = f[kind]
             if not k["searches"]:

@@ -1,4 +1,5 @@
-"""New files are searchable by their words before the model has embedded them (lexicalFirst)."""
+"""New and changed files are searchable by their words before the model has embedded them
+(lexicalFirst)."""
 
 from __future__ import annotations
 
@@ -198,6 +199,62 @@ def test_new_files_answer_before_the_model_has_read_them(tmp_path: Path, embedde
     after = ws.search("reconcile ledger entries with the bank statement").results
     assert after[0].path == "zz/ledger.py" and after[0].symbol
     assert len(ws._draft) == 0
+
+
+def _rewrite_ledger(root: Path) -> None:
+    """Every module changed, and the ledger's class renamed with a new method."""
+    for path in sorted((root / "pkg").glob("mod_*.py")):
+        path.write_text(path.read_text().replace("return value +", "return value -"))
+    ledger = root / "zz/ledger.py"
+    ledger.write_text(ledger.read_text().replace("LedgerReconciler", "StatementMatcher")
+                      + "\n    def settle_overdraft(self, entries):\n        return entries\n")
+
+
+def _lexical(ws: Workspace, query: str) -> list[tuple[str, str]]:
+    return [(r.path, r.symbol) for r in ws.search(query, mode="lexical").results]
+
+
+def test_changed_files_answer_by_their_new_words_before_the_model_has_read_them(
+        tmp_path: Path, embedder):
+    """A checkout or a pull: the run drafts the changed files too, whose stored chunks are of
+    the old text."""
+    root = tmp_path / "ws"
+    write_files(root, _workspace_files(DRAFT_MIN_FILES + 5))
+    ws = Workspace.open(root, Settings.from_dict({}), embedder=embedder)
+    ws.index()
+    assert _lexical(ws, "LedgerReconciler")[0] == ("zz/ledger.py", "LedgerReconciler")
+    _rewrite_ledger(root)
+    runner, _reached, release = _index_paused(ws)
+    try:
+        during_new = _lexical(ws, "StatementMatcher settle_overdraft")
+        during_old = _lexical(ws, "LedgerReconciler")
+        drafted = ws.status().drafted_files
+        held = len(ws._draft)  # noqa: SLF001
+    finally:
+        release.set()
+        runner.join(300)
+    assert during_new[:1] == [("zz/ledger.py", "")]  # a drafted window
+    assert ("zz/ledger.py", "LedgerReconciler") not in during_old  # its old chunk is shadowed
+    assert held == DRAFT_MIN_FILES + 6 and drafted == 0  # changed files are no new files
+    assert _lexical(ws, "StatementMatcher")[0] == ("zz/ledger.py", "StatementMatcher")
+    assert len(ws._draft) == 0  # noqa: SLF001
+
+
+def test_files_only_chunked_again_are_not_drafted(tmp_path: Path, embedder):
+    """New chunk settings: every file is chunked again, but its stored chunks hold its words."""
+    root = tmp_path / "ws"
+    write_files(root, _workspace_files(DRAFT_MIN_FILES + 5))
+    Workspace.open(root, Settings.from_dict({}), embedder=embedder).index()
+    ws = Workspace.open(root, Settings.from_dict({"chunkTokens": 96}), embedder=embedder)
+    runner, _reached, release = _index_paused(ws)
+    try:
+        held = len(ws._draft)  # noqa: SLF001
+        during = _lexical(ws, "LedgerReconciler")
+    finally:
+        release.set()
+        runner.join(300)
+    assert held == 0
+    assert ("zz/ledger.py", "LedgerReconciler") in during
 
 
 def test_a_few_new_files_are_not_drafted(tmp_path: Path, embedder):

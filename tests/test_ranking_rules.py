@@ -433,3 +433,13 @@ def test_the_digits_of_an_identifier_are_no_word_of_their_own():
     assert "http" in analyze("parseHTTPResponse_v2").terms
     assert "404" in analyze("error 404").terms
     assert query_terms("module 199") == ["modul", "199"]
+
+
+def test_a_candidate_keeps_the_query_terms_it_holds_whole_words_only():
+    c = Candidate({"path": "a.py", "terms": "login handler sess token"})
+    assert c.terms == {"login", "handler", "sess", "token"}  # unnarrowed: every stored term
+    c.keep_terms(("log", "token", "handler", "logout", "sess", "ss"))
+    assert c.terms == {"token", "handler", "sess"}  # not "log" inside "login", nor "ss"
+    bare = Candidate({"path": "b.py"})
+    bare.keep_terms(("token",))
+    assert bare.terms == frozenset()

@@ -51,8 +51,8 @@ REMOVALS_WITH_WRITE = 100
 # batches: searches meanwhile scan unindexed rows and small fragments, which grows their
 # latency with every batch (bench/server_latency.py, search during a re-index).
 OPTIMIZE_EVERY_BATCHES = 4
-# New files a run must have before it drafts them (see rag_lsp.store.draft): a few new files
-# are embedded within seconds anyway.
+# New or changed files a pass must have before it drafts them (see rag_lsp.store.draft): a
+# few files are embedded within seconds anyway.
 DRAFT_MIN_FILES = 20
 
 # Share of a changed file's progress weight credited once it is read and chunked; the rest
@@ -159,7 +159,8 @@ class Indexer:
         self._embed = embed
         # Vectors other workspaces (branches, worktrees, clones) already computed.
         self._shared_cache = shared_cache
-        # New files, searchable by their words until their chunks are embedded and written.
+        # New and changed files, searchable by their (new) words until their chunks are
+        # embedded and written.
         self._draft = draft
         self._counter = counter
         self._index_dir = index_dir
@@ -260,38 +261,51 @@ class Indexer:
         to_check = {f.path for f in files if self.rechunk or not _same_stat(known, f)}
         meter = _Meter(notify, report, len(files),
                        sum(_weight(f) for f in files if f.path in to_check))
-        drafted_new: list[str] = []
+        drafted: list[str] = []
         try:
             try:
-                self._draft_new([f for f in files if f.path in to_check and f.path not in known],
-                                notify, drafted_new)
+                # (Not a file only chunked again: its stored chunks hold its words.)
+                self._draft_ahead([f for f in files if not _same_stat(known, f)], known,
+                                  notify, drafted)
             finally:  # the files to check are read after this: a draft from before is no newer
                 self._draft_mark = self._draft.mark() if self._draft is not None else 0
             self._index_checked(files, to_check, known, report, meter, unchanged)
         except BaseException:
             if self._draft is not None:  # stopped: this pass's own drafts go, saved ones stay
-                self._draft.discard(drafted_new, drafted_before=self._draft_mark)
+                self._draft.discard(drafted, drafted_before=self._draft_mark)
             raise
         if self._draft is not None:  # (written files went as their chunks landed)
             self._draft.discard(to_check, drafted_before=self._draft_mark)
         if unchanged:
             self.store.touch_files(unchanged)
 
-    def _draft_new(self, new: list[ScannedFile], notify: ProgressCallback,
-                   drafted: list[str]) -> None:
-        """Make new files searchable by their words before the model reads them (each one
-        also goes into ``drafted``)."""
-        if self._draft is None or len(new) < DRAFT_MIN_FILES:
+    def _draft_ahead(self, files: list[ScannedFile], known: dict[str, FileRecord],
+                     notify: ProgressCallback, drafted: list[str]) -> None:
+        """Make new and changed files searchable by their words before the model reads them
+        (a checkout's changed files too: their stored chunks are of the old text). Each one
+        also goes into ``drafted``; a file drafted already (saved, ahead of this update) is
+        left as it is."""
+        if self._draft is None:
             return
-        notify(IndexProgress("draft", files_total=len(new),
-                             message=f"making {len(new):,} new files searchable by their words"))
-        for scanned in new:
+        held = self._draft.paths()
+        files = [f for f in files if f.path not in held]
+        if len(files) < DRAFT_MIN_FILES:
+            return
+        new = sum(1 for f in files if f.path not in known)
+        what = (f"{new:,} new files" if new == len(files) else
+                f"{len(files) - new:,} changed files" if not new else
+                f"{len(files):,} new and changed files")
+        notify(IndexProgress("draft", files_total=len(files),
+                             message=f"making {what} searchable by their words"))
+        for scanned in files:
             self._pause()
             content, language = read_for_index(scanned, self.settings)
             if not isinstance(content, FileContent):
                 continue  # the run skips it too, and says why
-            if not self._draft.add(scanned.path, text_to_index(content, self.settings), language):
-                log.info("draft index full: later new files are searchable once embedded")
+            # (A changed file counts as saved: ``drafted_files`` counts new files only.)
+            if not self._draft.add(scanned.path, text_to_index(content, self.settings), language,
+                                   saved=scanned.path in known):
+                log.info("draft index full: later files are searchable once embedded")
                 return
             drafted.append(scanned.path)
 

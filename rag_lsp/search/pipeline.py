@@ -141,6 +141,8 @@ def _retrieve(index: SearchIndex, q: QueryAnalysis, mode: str, limit: int, where
             found[row["id"]] = Candidate(row, cosine)
     for row in drafted:  # no vectors yet: word evidence alone
         found[row["id"]] = Candidate(row)
+    for candidate in found.values():
+        candidate.keep_terms(q.terms)
     return list(found.values()), query_vector
 
 

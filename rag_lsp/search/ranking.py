@@ -39,6 +39,7 @@ from __future__ import annotations
 import functools
 import math
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from rag_lsp.chunking.definitions import symbol_name
@@ -154,8 +155,15 @@ class Candidate:
     @functools.cached_property
     def terms(self) -> frozenset[str]:
         """The chunk's stored terms, split once (coverage, support and cohesion all read
-        them)."""
+        them); a search keeps only its query's (:meth:`keep_terms`)."""
         return frozenset(self.row.get("terms", "").split())
+
+    def keep_terms(self, wanted: Iterable[str]) -> None:
+        """Hold as :attr:`terms` only those of ``wanted`` the chunk has: all that coverage,
+        support and cohesion ask of a chunk is which of the query's terms it holds. Splitting
+        every term of a drafted 40-line window (~110) cost ~5 ms a search at 100k chunks."""
+        padded = f" {self.row.get('terms', '')} "
+        self.terms = frozenset(t for t in wanted if f" {t} " in padded)
 
 
 @dataclass
