@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 
@@ -255,6 +256,27 @@ def test_files_only_chunked_again_are_not_drafted(tmp_path: Path, embedder):
         runner.join(300)
     assert held == 0
     assert ("zz/ledger.py", "LedgerReconciler") in during
+
+
+def test_files_touched_but_not_changed_are_not_drafted(tmp_path: Path, embedder):
+    """A restart after ``touch`` (or a copy without times): new mtimes, the same bytes; their
+    stored chunks hold their words, and a draft would hide them until the pass ends."""
+    root = tmp_path / "ws"
+    write_files(root, _workspace_files(DRAFT_MIN_FILES + 5))
+    Workspace.open(root, Settings.from_dict({}), embedder=embedder).index()
+    for path in root.rglob("*.py"):
+        os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))
+    (root / "pkg/mod_00.py").write_text(_module(100))  # one real change, so the model runs
+    ws = Workspace.open(root, Settings.from_dict({}), embedder=embedder)
+    runner, _reached, release = _index_paused(ws)
+    try:
+        held = ws._draft.paths()  # noqa: SLF001
+        during = _lexical(ws, "LedgerReconciler")
+    finally:
+        release.set()
+        runner.join(300)
+    assert held == {"pkg/mod_00.py"}  # the one changed, not the 25 touched
+    assert during[0] == ("zz/ledger.py", "LedgerReconciler")  # its stored chunk
 
 
 def test_a_few_new_files_are_not_drafted(tmp_path: Path, embedder):

@@ -302,6 +302,11 @@ class Indexer:
             content, language = read_for_index(scanned, self.settings)
             if not isinstance(content, FileContent):
                 continue  # the run skips it too, and says why
+            old = known.get(scanned.path)
+            if old is not None and old.sha256 == content.sha256:
+                continue  # touched, not changed: its stored chunks hold these words
+            if self._draft.holds(scanned.path):
+                continue  # saved meanwhile: its own draft is as new as this one, or newer
             # (A changed file counts as saved: ``drafted_files`` counts new files only.)
             if not self._draft.add(scanned.path, text_to_index(content, self.settings), language,
                                    saved=scanned.path in known):
@@ -323,6 +328,8 @@ class Indexer:
                 item = self._prepare(scanned, known.get(scanned.path), report, unchanged)
                 if item is None:  # skipped, or the same bytes: nothing more to do
                     meter.credit(_weight(scanned))
+                    if self._draft is not None:  # what the index holds of it answers now
+                        self._draft.discard([scanned.path], drafted_before=self._draft_mark)
                 else:
                     meter.credit(item.weight * PREPARE_SHARE)
                     pending.append(item)

@@ -114,7 +114,10 @@ def _retrieve(index: SearchIndex, q: QueryAnalysis, mode: str, limit: int, where
     drafted = (index.draft.search(q.terms, q.identifiers, limit, draft_filter(filters))
                if shadowed else [])
     if where == "(false)":  # no indexed file passes the filters; drafted ones may
-        return [Candidate(row) for row in drafted], None
+        candidates = [Candidate(row) for row in drafted]
+        for candidate in candidates:
+            candidate.keep_terms(q.terms)
+        return candidates, None
     # Full-text and definition lookups run beside embedding + vector search (both release
     # the GIL).
     with_vectors = mode == "hybrid" and LEXICAL_COSINES

@@ -119,6 +119,11 @@ class DraftIndex:
         with self._lock:
             return frozenset(self._by_path)
 
+    def holds(self, path: str) -> bool:
+        """Whether ``path`` is drafted (a search takes its windows, not its stored chunks)."""
+        with self._lock:
+            return path in self._by_path
+
     def gone_paths(self) -> frozenset[str]:
         """The paths drafted as gone: a stored file is gone when it or a folder above it is
         one (see :func:`is_gone`)."""
