@@ -27,8 +27,8 @@ from rag_lsp.store.draft import DraftIndex
 MINIFIED = "minified"
 # A burst of at most this many changed files is drafted ahead of its update, which waits for
 # it (drafting takes 7-8 s per 10 MB: ~0.4 s for 50 files of 10 kB). Of a larger one (a branch
-# switch) only what is gone is drafted, which reads nothing; its changed files are searchable
-# as its update writes them.
+# switch) only what is gone is drafted, which reads nothing; its update drafts its new and
+# changed files before it embeds them (see Indexer._draft_ahead).
 DRAFT_SAVED_MAX_FILES = 50
 
 

@@ -114,10 +114,7 @@ def _retrieve(index: SearchIndex, q: QueryAnalysis, mode: str, limit: int, where
     drafted = (index.draft.search(q.terms, q.identifiers, limit, draft_filter(filters))
                if shadowed else [])
     if where == "(false)":  # no indexed file passes the filters; drafted ones may
-        candidates = [Candidate(row) for row in drafted]
-        for candidate in candidates:
-            candidate.keep_terms(q.terms)
-        return candidates, None
+        return _with_query_terms([Candidate(row) for row in drafted], q), None
     # Full-text and definition lookups run beside embedding + vector search (both release
     # the GIL).
     with_vectors = mode == "hybrid" and LEXICAL_COSINES
@@ -144,9 +141,14 @@ def _retrieve(index: SearchIndex, q: QueryAnalysis, mode: str, limit: int, where
             found[row["id"]] = Candidate(row, cosine)
     for row in drafted:  # no vectors yet: word evidence alone
         found[row["id"]] = Candidate(row)
-    for candidate in found.values():
+    return _with_query_terms(list(found.values()), q), query_vector
+
+
+def _with_query_terms(candidates: list[Candidate], q: QueryAnalysis) -> list[Candidate]:
+    """``candidates``, each holding only the query's terms it has (all ranking asks)."""
+    for candidate in candidates:
         candidate.keep_terms(q.terms)
-    return list(found.values()), query_vector
+    return candidates
 
 
 def query_support(q: QueryAnalysis, candidates: list[Candidate],
