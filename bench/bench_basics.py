@@ -28,3 +28,33 @@ def workdir_problem(workdir: Path) -> str | None:
         return None
     return (f"{workdir} has no ws/ and index/: make one with bench/server_latency.py "
             "--workdir DIR (--stand-in-vectors at 100k chunks)")
+
+
+def pss_kb(pid: int | str = "self") -> int:
+    """Proportional set size of a process, KB: its resident memory with each page it shares
+    with others (the libraries a child maps too) split between them, so that processes add
+    up to what the machine holds for them. 0 once the process has exited."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def child_pids() -> list[int]:
+    """This process's children (any thread's)."""
+    pids: list[int] = []
+    for children in Path("/proc/self/task").glob("*/children"):
+        try:
+            pids += [int(pid) for pid in children.read_text().split()]
+        except OSError:  # the thread has ended
+            continue
+    return pids
+
+
+def pss_with_children_mb() -> float:
+    """PSS of this process and its children, MB (~1 ms at 400 MB: sample it sparingly)."""
+    return (pss_kb() + sum(pss_kb(pid) for pid in child_pids())) / 1024

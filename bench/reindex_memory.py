@@ -13,8 +13,13 @@ change nothing this process holds, and the run takes seconds instead of minutes.
 sampled every 5 ms and each sample is put to the store step running then (the innermost
 one): the replace of a batch of files, the full-text index check, ``optimize``, its
 compactions and the ANN index's training; "other" is the rest of the run (reading, chunking).
-``--runs N`` re-indexes N times, other files each time: each ``optimize`` that folds new rows
-into the ANN index adds a segment to it, and past four the index is trained again (at 100k
+"PSS with children" is the proportional set size of this process and its children at the same
+moment, sampled every 25 ms: what the machine holds for them, each page shared between them
+(libraries both map) counted once (since the thirty-sixth session the training and the
+compaction after it run in a child; a child's ``ru_maxrss`` would not do, it counts the
+parent's pages it shares right after the fork). ``--runs N``
+re-indexes N times, other files each time: each ``optimize`` that folds new rows into the ANN
+index adds a segment to it, and past four the index is trained again (at 100k
 chunks the second run of a server's re-indexes got there).
 
     .venv/bin/python bench/reindex_memory.py --workdir /tmp/bench/lat100k
@@ -38,6 +43,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from bench_basics import pss_with_children_mb
 from index_workspace import RssSampler
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -65,7 +71,13 @@ STEPS = ((ChunkStore, "replace_files", "replace_files"),
          (ChunkStore, "ensure_fts_index", "ensure_fts_index"),
          (ChunkStore, "optimize", "optimize (outside its compactions)"),
          (ChunkStore, "_compact", "a compaction"),
-         (lance_store, "build_vector_index", "ANN index training"))
+         (lance_store, "build_vector_index", "ANN index training"),
+         # since the thirty-sixth session the training and the compaction after it run in a
+         # child process, which this step stands for (a checkout before it has no such step)
+         (ChunkStore, "_train_and_compact", "ANN index training and compaction (child)"))
+
+
+PSS_EVERY_SAMPLES = 5
 
 
 def rss_mb() -> float:
@@ -82,12 +94,18 @@ class StepMemory:
         self._sampler = threading.Thread(target=self._sample, daemon=True)
 
     def _step(self, label: str) -> dict:
-        return self.steps.setdefault(label, {"calls": 0, "start_mb": [], "peak_mb": 0.0})
+        return self.steps.setdefault(label, {"calls": 0, "start_mb": [], "peak_mb": 0.0,
+                                             "pss_with_children_peak_mb": 0.0})
 
     def _sample(self) -> None:
+        samples = 0
         while not self._done.is_set():
             step = self._step(self.running[-1])
             step["peak_mb"] = max(step["peak_mb"], rss_mb())
+            if samples % PSS_EVERY_SAMPLES == 0:  # ~1 ms a read at 400 MB: less often
+                step["pss_with_children_peak_mb"] = max(step["pss_with_children_peak_mb"],
+                                                        pss_with_children_mb())
+            samples += 1
             self._done.wait(0.005)
 
     def wrap(self, call: Callable, label: str) -> Callable:
@@ -103,8 +121,9 @@ class StepMemory:
         return wrapped
 
     def __enter__(self) -> StepMemory:
-        self._originals = [(owner, name, getattr(owner, name)) for owner, name, _ in STEPS]
-        for (owner, name, label), (_, _, call) in zip(STEPS, self._originals, strict=True):
+        steps = [step for step in STEPS if hasattr(step[0], step[1])]  # the checkout's own
+        self._originals = [(owner, name, getattr(owner, name)) for owner, name, _ in steps]
+        for (owner, name, label), (_, _, call) in zip(steps, self._originals, strict=True):
             setattr(owner, name, self.wrap(call, label))
         self._sampler.start()
         return self
@@ -119,7 +138,8 @@ class StepMemory:
         return {label: {"calls": step["calls"],
                         "start_mb_min": round(min(step["start_mb"])) if step["start_mb"] else None,
                         "start_mb_max": round(max(step["start_mb"])) if step["start_mb"] else None,
-                        "peak_mb": round(step["peak_mb"])}
+                        "peak_mb": round(step["peak_mb"]),
+                        "pss_with_children_peak_mb": round(step["pss_with_children_peak_mb"])}
                 for label, step in self.steps.items()}
 
 
@@ -169,11 +189,13 @@ def print_table(r: dict) -> None:
     for n, run in enumerate(r["runs"], start=1):
         print(f"\nrun {n}: {run['files_rewritten']} files rewritten, "
               f"{run['chunks_written']} chunks written in {run['seconds']} s")
-        print(f"{'step':<38}{'calls':>6}{'RSS at start MB':>18}{'peak MB':>9}")
+        print(f"{'step':<44}{'calls':>6}{'RSS at start MB':>18}{'peak MB':>9}"
+              f"{'PSS with children':>19}")
         for label, step in sorted(run["steps"].items(), key=lambda item: -item[1]["peak_mb"]):
             start = ("" if step["start_mb_min"] is None
                      else f"{step['start_mb_min']}–{step['start_mb_max']}")
-            print(f"{label:<38}{step['calls']:>6}{start:>18}{step['peak_mb']:>9}")
+            print(f"{label:<44}{step['calls']:>6}{start:>18}{step['peak_mb']:>9}"
+                  f"{step['pss_with_children_peak_mb']:>19}")
     print(f"\nru_maxrss {r['ru_maxrss_mb']} MB")
 
 

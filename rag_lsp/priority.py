@@ -51,6 +51,19 @@ def run_in_background(niceness: int | None = None) -> None:
         log.debug("could not lower a background thread's priority: %s", exc)
 
 
+def lower_this_child_process(niceness: int) -> None:
+    """In a child process that does only background work (the model's bulk calls, the ANN
+    index's retraining), first thing, before a library starts a thread: the whole process at
+    ``niceness``. On Linux that is its main thread, whose threads inherit it; elsewhere a
+    process has one nice value."""
+    run_in_background(niceness)
+    if not sys.platform.startswith("linux"):
+        try:
+            os.setpriority(os.PRIO_PROCESS, 0, niceness)
+        except OSError:
+            pass
+
+
 class SearchFirst:
     """Shared by the searches and the indexing runs of one process."""
 

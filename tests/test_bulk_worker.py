@@ -20,7 +20,7 @@ from rag_lsp.embedding.bulk_worker import BatchInterrupted, BulkWorker, WorkerEx
 from rag_lsp.embedding.embedder import OnnxEmbedder
 from rag_lsp.errors import ModelIntegrityError
 from rag_lsp.indexing import indexer as indexer_module
-from rag_lsp.store import lance_store, vector_index
+from rag_lsp.store import vector_index
 from rag_lsp.store.lance_store import ChunkStore
 from tests.conftest import indexed_sample
 
@@ -248,12 +248,15 @@ class _AtTraining:
         self.embedder, self.children = embedder, []
         self.trainings: list[tuple[bool, bool]] = []
         self.compactions: list[tuple[bool, bool]] = []
-        real_build, real_compact = lance_store.build_vector_index, ChunkStore._compact
+        real_train, real_compact = ChunkStore._train_and_compact, ChunkStore._compact
         real_embed = embedder.embed
 
-        def build(table, rows):
-            self.trainings.append(self.state())
-            return real_build(table, rows)
+        def train(store, rows):
+            # the compaction after the training runs in the same child
+            state = self.state()
+            self.trainings.append(state)
+            self.compactions.append(state)
+            return real_train(store, rows)
 
         def compact(store):
             self.compactions.append(self.state())
@@ -264,7 +267,7 @@ class _AtTraining:
             self.children.append(embedder._bulk.pid if embedder.bulk_in_child else 0)
             return vectors
 
-        monkeypatch.setattr(lance_store, "build_vector_index", build)
+        monkeypatch.setattr(ChunkStore, "_train_and_compact", train)
         monkeypatch.setattr(ChunkStore, "_compact", compact)
         monkeypatch.setattr(embedder, "embed", embed)
 

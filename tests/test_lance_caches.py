@@ -163,7 +163,8 @@ def test_after_a_compaction_the_writer_fills_the_new_caches_before_a_search_does
 def held_at_each_compaction(tmp_path, monkeypatch) -> tuple[list[int], list[int]]:
     """What the writer's caches held as each compaction began, and after each edit's searches
     (what the next compaction would find), over edits compacted and searched in turn; the
-    ANN index is not trained again meanwhile (its training reads into the new caches)."""
+    ANN index is not trained again meanwhile (a retraining runs in a child process, whose
+    caches are not the writer's)."""
     monkeypatch.setattr(vector_index, "MAX_SEGMENTS", 50)
     store, rng = indexed_store(tmp_path)
     at_compaction: list[int] = []

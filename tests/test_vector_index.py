@@ -62,16 +62,18 @@ def exact_ids(vectors: np.ndarray, query: np.ndarray, limit: int) -> list[str]:
     return [f"pkg/m{i // 100}.py#{i}" for i in order]
 
 
-def test_the_training_and_the_compaction_after_it_run_inside_the_callers_context(
+def test_the_training_and_the_compaction_after_it_run_in_a_child_inside_the_callers_context(
         large_store, monkeypatch):
-    """The steps that rewrite every row run inside ``around_rewrite`` (the workspace sets
-    the model's bulk session aside there); the compaction before them, and an optimize with
-    nothing to train, do not."""
+    """The steps that rewrite every row run in a child process (rag_lsp.store.retraining),
+    inside ``around_rewrite`` (the workspace sets the model's bulk session aside there); the
+    compaction before them, and an optimize with nothing to train, run here, outside it."""
     store, _vectors, _rng = large_store
     steps: list[str] = []
-    real_build, real_compact = lance_store.build_vector_index, ChunkStore._compact  # noqa: SLF001
+    real_child, real_compact = lance_store.retrain_in_child, ChunkStore._compact  # noqa: SLF001
+    monkeypatch.setattr(lance_store, "retrain_in_child",
+                        lambda *args: steps.append("child") or real_child(*args))
     monkeypatch.setattr(lance_store, "build_vector_index",
-                        lambda table, rows: steps.append("train") or real_build(table, rows))
+                        lambda table, rows: steps.append("trained here"))
     monkeypatch.setattr(ChunkStore, "_compact",
                         lambda self: steps.append("compact") or real_compact(self))
 
@@ -82,7 +84,9 @@ def test_the_training_and_the_compaction_after_it_run_inside_the_callers_context
         steps.append("back")
 
     store.optimize(around_rewrite)
-    assert steps == ["compact", "set aside", "train", "compact", "back"]
+    assert steps == ["compact", "set aside", "child", "back"]
+    assert trained_rows(store._chunks) == ROWS  # noqa: SLF001 (the child's version, seen here)
+    assert store._chunks.stats()["fragment_stats"]["num_fragments"] == 1  # noqa: SLF001
     steps.clear()
     store.optimize(around_rewrite)
     assert steps == ["compact"]

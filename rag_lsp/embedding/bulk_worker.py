@@ -36,7 +36,7 @@ import numpy as np
 
 from rag_lsp.embedding.onnx_session import new_session, ort, padded, run_pooled
 from rag_lsp.errors import ModelIntegrityError, RagLspError
-from rag_lsp.priority import background_niceness, run_in_background
+from rag_lsp.priority import background_niceness, lower_this_child_process
 
 _REQUEST = struct.Struct("<QII")
 _ANSWER = struct.Struct("<QBI")
@@ -281,14 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     requests = sys.stdin.buffer
     from rag_lsp.memory import limit_malloc_arenas, return_freed_memory
 
-    # First, so every thread started from here inherits it. Off Linux a process has one nice
-    # value, which is what is wanted here (run_in_background leaves it alone there).
-    run_in_background(int(niceness))
-    if not sys.platform.startswith("linux"):
-        try:
-            os.setpriority(os.PRIO_PROCESS, 0, int(niceness))
-        except OSError:
-            pass
+    lower_this_child_process(int(niceness))  # first: every thread started after inherits it
     limit_malloc_arenas()
     try:
         session = new_session(onnx_path, int(threads), spinning=True)

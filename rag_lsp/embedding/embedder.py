@@ -325,12 +325,13 @@ class OnnxEmbedder:
     @contextmanager
     def bulk_session_set_aside(self) -> Iterator[None]:
         """Around a step that needs the memory more than an idle bulk session does (the ANN
-        index trained again and the compaction after it: +190 MB at 100k chunks, beside the
-        child's ~226): the session is let go first unless a batch is using it, and a child is
-        started again after, in the background, so the next batch (a run's, an edit's) does
-        not wait ~0.6 s for one. A session in this process is made again only by the next
-        batch. (Folders of one server share the embedder: a batch of another folder during
-        the step starts a child of its own.)"""
+        index trained again and the compaction after it: past 50k chunks a process of their own
+        holding ~250 MB at 100k, see rag_lsp.store.retraining, beside this child's ~226): the
+        session is let go first unless a batch is using it, and a child is started again
+        after, in the background, so the next batch (a run's, an edit's) does not wait
+        ~0.6 s for one. A session in this process is made again only by the next batch.
+        (Folders of one server share the embedder: a batch of another folder during the step
+        starts a child of its own.)"""
         # Never the step's failure: an error here is logged, and the step runs regardless
         # (a caller such as ChunkStore.optimize reports its own errors as a damaged index).
         try:

@@ -39,6 +39,7 @@ from rag_lsp.store.lance_queries import nearest_rows, text_rows
 from rag_lsp.store.manifest import REBUILD_HINT
 from rag_lsp.store.private import private_dir
 from rag_lsp.store.replacing import Replacing, read_marker, visible_version, write_marker
+from rag_lsp.store.retraining import Outcome, retrain_in_child
 from rag_lsp.store.sql import all_of, in_list
 from rag_lsp.store.vector_cache import VectorCache, VectorMatrix, while_process_runs
 from rag_lsp.store.vector_index import (
@@ -49,6 +50,7 @@ from rag_lsp.store.vector_index import (
     index_segments,
     needs_training,
     trained_rows,
+    trains_in_a_child,
 )
 from rag_lsp.terms import query_terms
 
@@ -72,6 +74,9 @@ MAX_OLD_VERSIONS = 32
 # Up to POSTINGS_MAX_ROWS a process's searches answer from its postings in memory, and only
 # a search before they load (a one-shot `rag-lsp search`) pays; past it every search does.
 MAX_UNINDEXED_ROWS = 512
+# After a retraining's child was killed by a signal (the system out of memory, likely), a run
+# that compacts every few batches would start one again each time: not before this long.
+RETRAIN_AFTER_KILLED_SECONDS = 600.0
 
 
 # What a search hands back per chunk: not the vector (4 × 384 bytes) or the full-text copy,
@@ -251,6 +256,9 @@ class ChunkStore:
             self._view_folder = _identity(self._chunks_dir())
             self._view_lock = threading.Lock()
             self._fts_ready = self._has_fts_index()
+            # monotonic time before which no retraining is tried (one was killed: see
+            # _train_and_compact)
+            self._retrain_not_before = 0.0
             # The chunks version from which this process knows the full-text index is there
             # (0: any version a read can see); a read of an older one checks (text_search).
             self._fts_since = 0
@@ -815,10 +823,10 @@ class ChunkStore:
 
     @contextmanager
     def _moving_rows(self) -> Iterator[None]:
-        """Around a compaction or an index build of this process (the caller holds the
-        write lock): the chunks stay what they were, some at other row ids, so the in-memory
-        copy only needs their new row ids (an index run compacts every few batches: each
-        left searches asking LanceDB until a reload)."""
+        """Around a compaction or an index build of this process or of its retraining child
+        (the caller holds the write lock): the chunks stay what they were, some at other row
+        ids, so the in-memory copy only needs their new row ids (an index run compacts every
+        few batches: each left searches asking LanceDB until a reload)."""
         with self._own_write(self._relabelled):
             yield
 
@@ -909,11 +917,11 @@ class ChunkStore:
         as the segments let it (training took 1.7 s on 100k chunks compacted, 15.5 s on the
         26 fragments, and their deleted rows, that 25 segments had kept apart).
         The training and that second compaction, which rewrites every row (the highest peak
-        of memory at 100k chunks), run inside ``around_rewrite()``: the caller's chance to
-        set other memory aside. Before the first compaction the store connects again, with
-        empty caches, if the ones it has hold enough to matter (:meth:`_let_go_of_caches`);
-        after, if the table changed: what LanceDB cached of the versions before is of no more
-        use (see lance_caches)."""
+        of memory at 100k chunks), run in a child process (:mod:`rag_lsp.store.retraining`),
+        inside ``around_rewrite()``: the caller's chance to set other memory aside. Before
+        the first compaction the store connects again, with empty caches, if the ones it has
+        hold enough to matter (:meth:`_let_go_of_caches`); after, if the table changed: what
+        LanceDB cached of the versions before is of no more use (see lance_caches)."""
         with self._write_lock:
             self._settle_replace()
             before = self._chunks.version
@@ -923,13 +931,49 @@ class ChunkStore:
                 rows, trained, segments = self._training_state()
                 if needs_training(rows, trained, segments):
                     with around_rewrite():
-                        build_vector_index(self._chunks, rows)
-                        self._compact()
+                        self._train_and_compact(rows)
             # (a failure after a committed compaction is not damage: the old handles stay)
             refitted = self._fit_caches_or_keep(stale=self._chunks.version != before,
                                                 when="after a compaction")
         if refitted or emptied:
             self._warm_caches()
+
+    def _train_and_compact(self, rows: int) -> None:
+        """Train the ANN index on ``rows`` rows and compact after: past the size in a child
+        process (see :mod:`rag_lsp.store.retraining`), here if that one fails (not the
+        training again if it got that far) or is below the size. A child killed by a signal
+        is not followed by the same work here, nor by another child for a while."""
+        if trains_in_a_child(rows):
+            if time.monotonic() < self._retrain_not_before:
+                return
+            outcome = retrain_in_child(self.index_dir, rows, _KEEP_OLD_VERSIONS,
+                                       self._caches_following_versions())
+            if outcome is Outcome.KILLED:
+                self._retrain_not_before = time.monotonic() + RETRAIN_AFTER_KILLED_SECONDS
+            if outcome is not Outcome.FAILED:
+                return
+            if trained_rows(self._chunks) == rows and index_segments(self._chunks) == 1:
+                self._compact()
+                return
+        build_vector_index(self._chunks, rows)
+        self._compact()
+
+    def _caches_following_versions(self) -> Callable[[], None]:
+        """While another process writes (the retraining's child, under this one's write lock):
+        connect again whenever it has committed a version. Searches meanwhile read the new
+        version's index data (the new ANN index, the full-text indexes after its compaction)
+        into the caches, where what they read of the one before would stay beside it until
+        the end: at 100k chunks a searching process grew by 80-85 MB during the child's work
+        without this, by 44-48 with it (bench/README.md, "The retraining in a child
+        process"). Each time, searches read their index data again (from the page cache)."""
+        seen = [self._chunks.version]
+
+        def follow() -> None:
+            if self._chunks.version != seen[0]:
+                seen[0] = self._chunks.version
+                self._fit_caches_or_keep(stale=True, when="after another process's commit")
+
+        return follow
 
     def _let_go_of_caches(self) -> bool:
         """Before a compaction: connect again, with empty caches, when the ones this store has

@@ -34,6 +34,7 @@ nearest with a refine factor of 5.
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Any
 
@@ -78,6 +79,14 @@ def answers_alone(rows: int, trained: int | None) -> bool:
     return rows > MATRIX_MAX_ROWS and trained is not None
 
 
+def trains_in_a_child(rows: int) -> bool:
+    """Whether training on ``rows`` rows, and the compaction after, is worth a process of its
+    own (rag_lsp.store.retraining): past the size, where both hold on the order of the vector
+    column. Below it (a table that shrank, its index in too many segments) they are small.
+    POSIX only (the child's priority, its lifeline)."""
+    return rows > MATRIX_MAX_ROWS and os.name == "posix"
+
+
 def needs_training(rows: int, trained: int | None, segments: int = 1) -> bool:
     """Whether a table of ``rows`` chunks should (re)build its ANN index, trained on
     ``trained`` rows (None: it has none) and in ``segments`` pieces."""
@@ -88,7 +97,8 @@ def needs_training(rows: int, trained: int | None, segments: int = 1) -> bool:
 
 def build_vector_index(table: Any, rows: int) -> None:
     """Train and write the ANN index on ``rows`` rows, then drop any older one (the caller
-    holds the writer lock). Until the drop, searches use either: both are complete."""
+    holds the writer lock, or the process that started it does: rag_lsp.store.retraining).
+    Until the drop, searches use either: both are complete."""
     name = f"vector_idx_{rows}"
     config = IvfSq(distance_type="cosine", sample_rate=SAMPLE_RATE)
     table.create_index("vector", config=config, name=name, replace=True)

@@ -1,0 +1,178 @@
+"""The ANN index trained again, and the compaction after it, in a child process.
+
+Why: at 100k chunks these two steps each hold on the order of the vector column (150 MB) for a
+few seconds to half a minute, and LanceDB 0.40 offers no setting that bounds it (bench/README.md,
+"What a retraining holds"). In the server's process they took its RSS from ~350 to 468-480 MB,
+past the 400 MB it is meant to stay under. And LanceDB runs them on its own worker threads,
+which searches share and which the server cannot lower below its searches' priority (they
+start when LanceDB is imported): searches beside a retraining took up to twice as long. A
+child runs them at the background priority as a whole process, and hands their memory back
+when it exits. On the stand-in 100k index (bench/retraining_searches.py): the searching
+process 384-388 MB at the peak against 514-525, searches beside it p50 43-58 ms against
+70-79 (p95 lower in four rounds of five; bench/README.md, "The retraining in a child
+process").
+
+The cost: a second Python with LanceDB and Arrow for the seconds to minutes a retraining takes,
+which is rare (the table has doubled, or edits left the index in many segments): the machine
+held ~30-40 MB more then (PSS); the steps took about as long. Meanwhile the model's bulk
+session is set aside (``around_rewrite``), so the machine holds less than while indexing
+embeds.
+
+The parent holds the writer lock throughout and writes nothing meanwhile; its handles read
+with a consistency interval of 0, so they see the child's versions as soon as it commits
+(and it connects again after each, so that its caches do not keep the versions before:
+``ChunkStore._caches_following_versions``).
+If the child cannot start or fails, the caller runs the same steps in its own process: a
+failure LanceDB would raise there is then raised where it always was. If a signal ends it
+(the system's out-of-memory killer, likely), the server's process is not the place to try
+again: the next compaction does (the child asks the kernel to pick it first). Off POSIX,
+and below the size past which the ANN index holds
+the vectors (a small table trains in well under a second), the steps run in the caller's
+process, as before.
+
+Both ends are here. The child is ``python -m rag_lsp.store.retraining INDEX_DIR ROWS
+KEEP_SECONDS NICENESS``; it ends by itself when its standard input closes (the parent exited).
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+
+from rag_lsp.priority import background_niceness, lower_this_child_process
+
+log = logging.getLogger(__name__)
+
+CHUNKS = "chunks"
+# What of a child's standard error goes to the log (its last lines: a failure's exception).
+_STDERR_TAIL_CHARS = 2000
+ENDED_WITH_PARENT = 3  # the child's exit status when its standard input closed
+WAIT_POLL_SECONDS = 0.25
+OOM_SCORE_ADJ = 1000  # the highest: this child goes first (see _first_to_go_when_memory_runs_out)
+
+
+class Outcome(enum.Enum):
+    DONE = "done"
+    FAILED = "failed"  # the caller runs the steps itself
+    KILLED = "killed"  # by a signal (the OOM killer's, likely): not worth running here
+
+
+def retrain_in_child(index_dir: Path, rows: int, keep_old_versions: timedelta,
+                     while_waiting: Callable[[], None] = lambda: None) -> Outcome:
+    """Train the chunks table's ANN index on its ``rows`` rows and compact the table after, in
+    a child process at the background priority; wait for it, calling ``while_waiting`` every
+    :data:`WAIT_POLL_SECONDS`. ``FAILED`` (logged, with why)
+    when no child could start or it failed: the table is as it was, or trained and not
+    compacted, and the caller runs the steps in its own process. ``KILLED`` (logged) when a
+    signal ended it: likely the system out of memory, which the same steps in the server's
+    process would bring on the server; the next compaction tries again."""
+    package_parent = str(Path(__file__).resolve().parents[2])
+    errors = None
+    try:
+        errors = tempfile.TemporaryFile()
+        # From the folder that holds this rag_lsp, so the child imports this very one (see
+        # bulk_worker: `-m` puts the working folder first on the import path); hence an
+        # absolute index folder.
+        child = subprocess.Popen(
+            [sys.executable, "-m", "rag_lsp.store.retraining", str(Path(index_dir).absolute()),
+             str(rows), str(keep_old_versions.total_seconds()), str(background_niceness())],
+            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=errors,
+            cwd=package_parent, start_new_session=True)  # (Ctrl-C is the parent's to act on)
+    except OSError as exc:  # no temporary file either (a full /tmp), or no process
+        if errors is not None:
+            errors.close()
+        log.warning("cannot start a process to train the ANN index of %s (%s): training it "
+                    "in this one", index_dir, exc)
+        return Outcome.FAILED
+    with errors:
+        try:
+            while True:
+                try:
+                    status = child.wait(timeout=WAIT_POLL_SECONDS)
+                    break
+                except subprocess.TimeoutExpired:
+                    _call_while_waiting(while_waiting)
+        finally:
+            child.stdin.close()  # its lifeline: a child still running (we were interrupted) ends
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+        errors.seek(0)
+        said = errors.read().decode("utf-8", "replace")[-_STDERR_TAIL_CHARS:].strip()
+    if status == 0:
+        if said:  # LanceDB's warnings, say
+            log.debug("the process that trained the ANN index of %s said: %s", index_dir, said)
+        return Outcome.DONE
+    if status < 0:
+        log.warning("the process training the ANN index of %s was ended by signal %s (out of "
+                    "memory?); the next compaction tries again", index_dir, -status)
+        return Outcome.KILLED
+    log.warning("training the ANN index of %s in a child process failed (exit status %s%s); "
+                "training it in this process", index_dir, status, f": {said}" if said else "")
+    return Outcome.FAILED
+
+
+def _call_while_waiting(while_waiting: Callable[[], None]) -> None:
+    """``while_waiting()``, its failure logged: it must not end a child that is doing well."""
+    try:
+        while_waiting()
+    except Exception:  # noqa: BLE001 - anything, the child's work goes on
+        log.warning("while waiting for the ANN index's training", exc_info=True)
+
+
+# ---- the child's end -------------------------------------------------------------------------
+
+
+def _end_with_parent() -> None:
+    """Exit as soon as standard input closes: the parent ended (or gave up on this child). A
+    commit cut short leaves only files no version names: they stay on disk until a cleanup
+    that deletes unverified files (LanceDB's compactions keep those for 7 days)."""
+    # The descriptor itself: a daemon thread blocked in sys.stdin's buffer would hold its
+    # lock at the interpreter's shutdown, which aborts the process.
+    while os.read(0, 4096):
+        pass
+    os._exit(ENDED_WITH_PARENT)
+
+
+def _first_to_go_when_memory_runs_out() -> None:
+    """The kernel's out-of-memory killer picks the process with the highest score: by size
+    alone it would pick the server (~400 MB) before this child (~250 MB at 100k chunks).
+    Raising one's own score needs no privilege."""
+    try:
+        Path("/proc/self/oom_score_adj").write_text(str(OOM_SCORE_ADJ), encoding="ascii")
+    except OSError:  # not Linux, or a sandbox that refuses
+        pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    index_dir, rows, keep_seconds, niceness = (sys.argv[1:] if argv is None else argv)[:4]
+    # Ctrl-C in a terminal reaches the whole process group: the parent decides when this ends.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    from rag_lsp import memory
+
+    memory.set_up_process()  # the server's allocator settings, before LanceDB starts threads
+    lower_this_child_process(int(niceness))  # before LanceDB's import starts its threads
+    threading.Thread(target=_end_with_parent, daemon=True).start()
+    _first_to_go_when_memory_runs_out()
+
+    from rag_lsp.store.lance_caches import INDEX_CACHE_MIN_BYTES, connect, new_session
+    from rag_lsp.store.vector_index import build_vector_index
+
+    # Small caches: neither step reads through them much, and this process lives minutes.
+    table = connect(Path(index_dir), new_session(INDEX_CACHE_MIN_BYTES)).open_table(CHUNKS)
+    build_vector_index(table, int(rows))
+    table.optimize(cleanup_older_than=timedelta(seconds=float(keep_seconds)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

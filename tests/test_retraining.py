@@ -1,0 +1,250 @@
+"""The ANN index trained again, and the compaction after it, in a child process
+(rag_lsp.store.retraining): what the child does, and what the store does when it cannot.
+
+Real LanceDB and a real child process; the size threshold is lowered so that 2,000 rows make a
+"large" index (see test_vector_index.py, whose store this is).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import lancedb
+import numpy as np
+import pytest
+
+from rag_lsp import priority
+from rag_lsp.store import lance_store, retraining, vector_index
+from rag_lsp.store.lance_store import ChunkStore
+from rag_lsp.store.retraining import ENDED_WITH_PARENT, Outcome, retrain_in_child
+from rag_lsp.store.vector_index import build_vector_index, trained_rows
+from tests.test_vector_index import ROWS, filled_store
+
+PACKAGE_PARENT = Path(retraining.__file__).resolve().parents[2]
+KEEP = timedelta(seconds=60)
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                reason="per-thread nice values and /proc are Linux's")
+
+
+@pytest.fixture
+def large_store(tmp_path, monkeypatch):
+    monkeypatch.setattr(vector_index, "MATRIX_MAX_ROWS", ROWS // 2)
+    store, vectors = filled_store(tmp_path / "ix", np.random.default_rng(3))
+    return store, vectors
+
+
+def fragments(store) -> int:
+    return store._chunks.stats()["fragment_stats"]["num_fragments"]  # noqa: SLF001
+
+
+def test_the_child_trains_and_compacts_and_the_store_reads_its_version(large_store,
+                                                                       monkeypatch):
+    store, vectors = large_store
+    monkeypatch.setattr(lance_store, "build_vector_index",
+                        lambda *_: pytest.fail("trained in the test's process"))
+    followed: list[int] = []
+    real_follow = ChunkStore._caches_following_versions  # noqa: SLF001
+
+    def counted(self):
+        follow = real_follow(self)
+        return lambda: followed.append(1) or follow()
+
+    monkeypatch.setattr(ChunkStore, "_caches_following_versions", counted)
+    assert fragments(store) > 1 and trained_rows(store._chunks) is None  # noqa: SLF001
+    store.optimize()
+    assert trained_rows(store._chunks) == ROWS and fragments(store) == 1  # noqa: SLF001
+    assert followed  # the store kept up with the child's versions while it waited
+    assert store.large()
+    assert store.vector_search(vectors[1234], 1)[0]["id"] == "pkg/m12.py#1234"
+
+
+def test_while_the_child_works_the_store_connects_again_after_each_of_its_commits(
+        large_store, monkeypatch):
+    """Searches meanwhile read the child's new versions into the caches; what they held of
+    the versions before goes at once, not when the child ends."""
+    store, vectors = large_store
+    follow = store._caches_following_versions()  # noqa: SLF001
+    session = store._session  # noqa: SLF001
+    follow()
+    assert store._session is session  # noqa: SLF001 (nothing committed: nothing to let go)
+    other = lancedb.connect(str(store.index_dir)).open_table("chunks")
+    other.delete("id = 'pkg/m0.py#0'")  # another process's commit
+    follow()
+    assert store._session is not session  # noqa: SLF001
+    session = store._session  # noqa: SLF001
+    follow()
+    assert store._session is session  # noqa: SLF001
+    assert store.vector_search(vectors[5], 1)[0]["id"] == "pkg/m0.py#5"
+
+
+def test_the_store_is_called_while_it_waits_for_the_child(large_store):
+    store, _vectors = large_store
+    calls: list[int] = []
+    assert retrain_in_child(store.index_dir, ROWS, KEEP, lambda: calls.append(1)) is (
+        Outcome.DONE)
+    assert calls  # the child takes a second or more: imports, training, compaction
+
+
+def test_a_failure_while_waiting_does_not_end_the_child(large_store, caplog):
+    store, _vectors = large_store
+
+    def failing() -> None:
+        raise RuntimeError("no version today")
+
+    assert retrain_in_child(store.index_dir, ROWS, KEEP, failing) is Outcome.DONE
+    assert trained_rows(store._chunks) == ROWS  # noqa: SLF001
+    assert "no version today" in caplog.text
+
+
+def test_when_the_child_fails_the_store_trains_in_its_own_process(large_store, monkeypatch):
+    store, _vectors = large_store
+    calls: list[str] = []
+    monkeypatch.setattr(lance_store, "retrain_in_child",
+                        lambda *args: calls.append("child") or Outcome.FAILED)
+    store.optimize()
+    assert calls == ["child"]
+    assert trained_rows(store._chunks) == ROWS and fragments(store) == 1  # noqa: SLF001
+
+
+def test_a_child_that_trained_and_failed_to_compact_leaves_only_the_compaction(
+        large_store, monkeypatch):
+    store, _vectors = large_store
+
+    def trained_only(index_dir, rows, *_):
+        build_vector_index(store._chunks, rows)  # noqa: SLF001 (as the child would have)
+        return Outcome.FAILED
+
+    monkeypatch.setattr(lance_store, "retrain_in_child", trained_only)
+    monkeypatch.setattr(lance_store, "build_vector_index",
+                        lambda *_: pytest.fail("trained again in the test's process"))
+    store.optimize()
+    assert trained_rows(store._chunks) == ROWS and fragments(store) == 1  # noqa: SLF001
+
+
+def test_a_child_killed_by_a_signal_is_not_followed_by_the_same_work_here(large_store,
+                                                                          monkeypatch, caplog):
+    """The likeliest signal is the out-of-memory killer's: the server would be next."""
+    store, _vectors = large_store
+    real_popen = subprocess.Popen
+
+    def killed_at_once(*args, **kwargs):
+        child = real_popen(*args, **kwargs)
+        child.send_signal(signal.SIGKILL)
+        return child
+
+    monkeypatch.setattr(retraining.subprocess, "Popen", killed_at_once)
+    monkeypatch.setattr(lance_store, "build_vector_index",
+                        lambda *_: pytest.fail("trained in the test's process"))
+    caplog.set_level(logging.WARNING, logger="rag_lsp.store.retraining")
+    assert retrain_in_child(store.index_dir, ROWS, KEEP) is Outcome.KILLED
+    assert "ended by signal 9" in caplog.records[-1].getMessage()
+    store.optimize()  # the compaction before the training still runs
+    assert trained_rows(store._chunks) is None  # noqa: SLF001
+    # and no other child for a while: a run compacts every few batches
+    monkeypatch.setattr(subprocess, "Popen", lambda *_a, **_k: pytest.fail("started again"))
+    store.optimize()
+    assert trained_rows(store._chunks) is None  # noqa: SLF001
+
+
+def test_below_the_size_the_store_trains_in_its_own_process(large_store, monkeypatch):
+    """A table that shrank below the size keeps its index; trained again (its segments), it
+    is small: no child."""
+    store, _vectors = large_store
+    monkeypatch.setattr(lance_store, "retrain_in_child",
+                        lambda *_: pytest.fail("a child for a small table"))
+    monkeypatch.setattr(vector_index, "MATRIX_MAX_ROWS", ROWS)
+    store._train_and_compact(ROWS)  # noqa: SLF001
+    assert trained_rows(store._chunks) == ROWS and fragments(store) == 1  # noqa: SLF001
+
+
+def test_a_child_that_cannot_open_the_index_reports_its_error(tmp_path, caplog):
+    caplog.set_level(logging.WARNING, logger="rag_lsp.store.retraining")
+    assert retrain_in_child(tmp_path / "missing", 10, KEEP) is Outcome.FAILED
+    message = caplog.records[-1].getMessage()
+    assert "in a child process failed (exit status 1" in message
+    assert "chunks" in message and "training it in this process" in message
+
+
+def test_a_child_that_cannot_start_leaves_the_work_to_this_process(tmp_path, monkeypatch,
+                                                                   caplog):
+    caplog.set_level(logging.WARNING, logger="rag_lsp.store.retraining")
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "no-python"))
+    assert retrain_in_child(tmp_path / "ix", 10, KEEP) is Outcome.FAILED
+    assert "cannot start a process to train" in caplog.records[-1].getMessage()
+
+
+def test_an_index_folder_named_relative_to_the_working_folder(large_store, monkeypatch):
+    """The child runs from the folder that holds rag_lsp, not from the caller's."""
+    store, _vectors = large_store
+    monkeypatch.chdir(store.index_dir.parent)
+    assert retrain_in_child(Path(store.index_dir.name), ROWS, KEEP) is Outcome.DONE
+    assert trained_rows(store._chunks) == ROWS  # noqa: SLF001
+
+
+def test_the_child_ends_when_its_parent_lets_go(large_store):
+    """A server that exits (or is killed) mid-training closes the child's standard input:
+    the child ends instead of writing to an index nobody holds the lock of."""
+    store, _vectors = large_store
+    child = subprocess.Popen(
+        [sys.executable, "-m", "rag_lsp.store.retraining", str(store.index_dir), str(ROWS),
+         "60", "0"], stdin=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=PACKAGE_PARENT)
+    child.stdin.close()
+    assert child.wait(timeout=60) == ENDED_WITH_PARENT
+    assert trained_rows(store._chunks) is None  # noqa: SLF001
+
+
+def _nice_values(pid: int) -> list[int]:
+    """The nice value of each thread of process ``pid`` (field 19 of its stat)."""
+    values = []
+    for stat in Path(f"/proc/{pid}/task").glob("*/stat"):
+        try:
+            values.append(int(stat.read_text().rsplit(")", 1)[1].split()[16]))
+        except (OSError, IndexError, ValueError):  # the thread ended
+            continue
+    return values
+
+
+@linux_only
+@pytest.mark.parametrize("from_lowered_thread", [False, True])
+def test_every_thread_of_the_child_runs_below_the_searches_priority(large_store, monkeypatch,
+                                                                   from_lowered_thread):
+    """LanceDB's worker threads included (they start with its import, in the child after the
+    priority is lowered): the point of the child is that searches go first. Started from a
+    thread already lowered (the server's writer), it is lowered once, not twice."""
+    store, _vectors = large_store
+    seen: list[list[int]] = []
+    outcome: list[Outcome] = []
+    pids: list[int] = []
+    real_popen = subprocess.Popen
+
+    def recorded(*args, **kwargs):
+        child = real_popen(*args, **kwargs)
+        pids.append(child.pid)
+        return child
+
+    monkeypatch.setattr(retraining.subprocess, "Popen", recorded)
+
+    def writer() -> None:
+        if from_lowered_thread:
+            priority.run_in_background()
+        outcome.append(retrain_in_child(store.index_dir, ROWS, KEEP))
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    while thread.is_alive():
+        values = _nice_values(pids[0]) if pids else []
+        if len(values) > 2:  # LanceDB's threads have started
+            seen.append(values)
+        time.sleep(0.005)
+    thread.join()
+    assert outcome == [Outcome.DONE] and seen
+    expected = min(19, os.getpriority(os.PRIO_PROCESS, 0) + priority.BACKGROUND_NICENESS)
+    assert {value for values in seen for value in values} == {expected}
