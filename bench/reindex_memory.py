@@ -20,7 +20,9 @@ compaction after it run in a child; a child's ``ru_maxrss`` would not do, it cou
 parent's pages it shares right after the fork). ``--runs N``
 re-indexes N times, other files each time: each ``optimize`` that folds new rows into the ANN
 index adds a segment to it, and past four the index is trained again (at 100k
-chunks the second run of a server's re-indexes got there).
+chunks the second run of a server's re-indexes got there). ``--search-every S`` searches from
+a thread every S seconds during the runs, as a server's user would (what the searches read
+is put to the step running then).
 
     .venv/bin/python bench/reindex_memory.py --workdir /tmp/bench/lat100k
     .venv/bin/python bench/reindex_memory.py --workdir /tmp/bench/lat100k --runs 2 --json
@@ -40,7 +42,8 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from bench_basics import pss_with_children_mb
@@ -74,7 +77,9 @@ STEPS = ((ChunkStore, "replace_files", "replace_files"),
          (lance_store, "build_vector_index", "ANN index training"),
          # since the thirty-sixth session the training and the compaction after it run in a
          # child process, which this step stands for (a checkout before it has no such step)
-         (ChunkStore, "_train_and_compact", "ANN index training and compaction (child)"))
+         (ChunkStore, "_train_and_compact", "ANN index training and compaction (child)"),
+         (ChunkStore, "_fit_caches", "connecting again (new caches)"),
+         (ChunkStore, "_warm_caches", "warming the new caches"))
 
 
 PSS_EVERY_SAMPLES = 5
@@ -156,10 +161,11 @@ def run(args: argparse.Namespace, work: Path) -> dict:
     rng = random.Random(args.seed)
     embedder.embed = stand_in_vectors(embedder.dimension)  # type: ignore[method-assign]
     out["runs"] = []
+    queries = make_queries(10_000, args.seed + 1)
     for _ in range(args.runs):
         busy = rng.sample(paths, k=max(1, int(len(paths) * args.rewrite)))
         rewrite(busy, rng.randrange(1 << 30))
-        with StepMemory() as steps:
+        with StepMemory() as steps, searching(ws, queries, args.search_every):
             started = time.perf_counter()
             report = ws.index()
             seconds = round(time.perf_counter() - started, 1)
@@ -168,6 +174,30 @@ def run(args: argparse.Namespace, work: Path) -> dict:
                             "steps": steps.figures()})
     out["ru_maxrss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
     return out
+
+
+@contextmanager
+def searching(ws, queries: list[str], every: float) -> Iterator[None]:
+    """A search every ``every`` seconds from a thread meanwhile (none if 0), as a server's
+    user would: what searches read into LanceDB's caches and the copies in memory is put
+    to the step running when it is sampled."""
+    done = threading.Event()
+
+    def search() -> None:
+        for query in queries:
+            if done.wait(every):
+                return
+            ws.search(query)
+
+    thread = threading.Thread(target=search, daemon=True)
+    if every > 0:
+        thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        if every > 0:
+            thread.join()
 
 
 def data_file_format(table_dir: Path) -> str:
@@ -209,6 +239,8 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=1,
                         help="re-indexes in turn, other files each time (1)")
     parser.add_argument("--seed", type=int, default=1, help="which files are rewritten (1)")
+    parser.add_argument("--search-every", type=float, default=0.0,
+                        help="seconds between searches from a thread during the runs (0: none)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead")
     args = parser.parse_args()
     problem = workdir_problem(args.workdir)
