@@ -75,7 +75,8 @@ MAX_OLD_VERSIONS = 32
 # a search before they load (a one-shot `rag-lsp search`) pays; past it every search does.
 MAX_UNINDEXED_ROWS = 512
 # After a retraining's child was killed by a signal (the system out of memory, likely), a run
-# that compacts every few batches would start one again each time: not before this long.
+# that compacts every few batches would start one again each time: not before this long (the
+# table is searched as it is meanwhile, its ANN index in more segments or trained on fewer rows).
 RETRAIN_AFTER_KILLED_SECONDS = 600.0
 
 

@@ -24,11 +24,10 @@ with a consistency interval of 0, so they see the child's versions as soon as it
 ``ChunkStore._caches_following_versions``).
 If the child cannot start or fails, the caller runs the same steps in its own process: a
 failure LanceDB would raise there is then raised where it always was. If a signal ends it
-(the system's out-of-memory killer, likely), the server's process is not the place to try
-again: the next compaction does (the child asks the kernel to pick it first). Off POSIX,
-and below the size past which the ANN index holds
-the vectors (a small table trains in well under a second), the steps run in the caller's
-process, as before.
+(the system's out-of-memory killer, likely: the child asks the kernel to pick it first), the
+server's process is not the place to try again; the store tries again in a child later. Off
+POSIX, and below the size past which the ANN index holds the vectors (a small table trains in
+well under a second), the steps run in the caller's process, as before.
 
 Both ends are here. The child is ``python -m rag_lsp.store.retraining INDEX_DIR ROWS
 KEEP_SECONDS NICENESS``; it ends by itself when its standard input closes (the parent exited).
@@ -70,11 +69,10 @@ def retrain_in_child(index_dir: Path, rows: int, keep_old_versions: timedelta,
                      while_waiting: Callable[[], None] = lambda: None) -> Outcome:
     """Train the chunks table's ANN index on its ``rows`` rows and compact the table after, in
     a child process at the background priority; wait for it, calling ``while_waiting`` every
-    :data:`WAIT_POLL_SECONDS`. ``FAILED`` (logged, with why)
-    when no child could start or it failed: the table is as it was, or trained and not
-    compacted, and the caller runs the steps in its own process. ``KILLED`` (logged) when a
-    signal ended it: likely the system out of memory, which the same steps in the server's
-    process would bring on the server; the next compaction tries again."""
+    :data:`WAIT_POLL_SECONDS`. ``FAILED`` (logged, with why) when no child could start or it
+    failed: the table is as it was, or trained and not compacted, and the caller runs the
+    steps in its own process. ``KILLED`` (logged) when a signal ended it: likely the system
+    out of memory, which the same steps in the server's process would bring on the server."""
     package_parent = str(Path(__file__).resolve().parents[2])
     errors = None
     try:
@@ -114,7 +112,7 @@ def retrain_in_child(index_dir: Path, rows: int, keep_old_versions: timedelta,
         return Outcome.DONE
     if status < 0:
         log.warning("the process training the ANN index of %s was ended by signal %s (out of "
-                    "memory?); the next compaction tries again", index_dir, -status)
+                    "memory?); it is not trained in this process", index_dir, -status)
         return Outcome.KILLED
     log.warning("training the ANN index of %s in a child process failed (exit status %s%s); "
                 "training it in this process", index_dir, status, f": {said}" if said else "")
@@ -155,7 +153,8 @@ def _first_to_go_when_memory_runs_out() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     index_dir, rows, keep_seconds, niceness = (sys.argv[1:] if argv is None else argv)[:4]
-    # Ctrl-C in a terminal reaches the whole process group: the parent decides when this ends.
+    # The parent decides when this ends (it starts this in a session of its own as well, so a
+    # terminal's Ctrl-C does not reach it).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     from rag_lsp import memory
 
