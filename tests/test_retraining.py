@@ -41,6 +41,18 @@ def large_store(tmp_path, monkeypatch):
     return store, vectors
 
 
+def on_each_child(monkeypatch, act) -> None:
+    """``act(child)`` on each child process retraining.py starts, as soon as it is started."""
+    real_popen = subprocess.Popen
+
+    def started(*args, **kwargs):
+        child = real_popen(*args, **kwargs)
+        act(child)
+        return child
+
+    monkeypatch.setattr(retraining.subprocess, "Popen", started)
+
+
 def fragments(store) -> int:
     return store._chunks.stats()["fragment_stats"]["num_fragments"]  # noqa: SLF001
 
@@ -133,14 +145,7 @@ def test_a_child_killed_by_a_signal_is_not_followed_by_the_same_work_here(large_
                                                                           monkeypatch, caplog):
     """The likeliest signal is the out-of-memory killer's: the server would be next."""
     store, _vectors = large_store
-    real_popen = subprocess.Popen
-
-    def killed_at_once(*args, **kwargs):
-        child = real_popen(*args, **kwargs)
-        child.send_signal(signal.SIGKILL)
-        return child
-
-    monkeypatch.setattr(retraining.subprocess, "Popen", killed_at_once)
+    on_each_child(monkeypatch, lambda child: child.send_signal(signal.SIGKILL))
     monkeypatch.setattr(lance_store, "build_vector_index",
                         lambda *_: pytest.fail("trained in the test's process"))
     caplog.set_level(logging.WARNING, logger="rag_lsp.store.retraining")
@@ -223,14 +228,7 @@ def test_every_thread_of_the_child_runs_below_the_searches_priority(large_store,
     seen: list[list[int]] = []
     outcome: list[Outcome] = []
     pids: list[int] = []
-    real_popen = subprocess.Popen
-
-    def recorded(*args, **kwargs):
-        child = real_popen(*args, **kwargs)
-        pids.append(child.pid)
-        return child
-
-    monkeypatch.setattr(retraining.subprocess, "Popen", recorded)
+    on_each_child(monkeypatch, lambda child: pids.append(child.pid))
 
     def writer() -> None:
         if from_lowered_thread:
