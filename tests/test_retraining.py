@@ -159,6 +159,34 @@ def test_a_child_killed_by_a_signal_is_not_followed_by_the_same_work_here(large_
     assert trained_rows(store._chunks) is None  # noqa: SLF001
 
 
+def test_a_child_past_its_deadline_is_ended_and_not_followed_by_the_same_work_here(
+        large_store, monkeypatch, caplog):
+    """A child that never finishes (stopped here; a hung disk or a LanceDB bug in life) would
+    hold the writer lock, and so stop indexing, for good."""
+    store, _vectors = large_store
+    children: list[subprocess.Popen] = []
+    on_each_child(monkeypatch, lambda child: children.append(child)
+                  or child.send_signal(signal.SIGSTOP))
+    monkeypatch.setattr(retraining, "deadline_seconds", lambda rows: 1.0)
+    monkeypatch.setattr(lance_store, "build_vector_index",
+                        lambda *_: pytest.fail("trained in the test's process"))
+    caplog.set_level(logging.WARNING, logger="rag_lsp.store.retraining")
+    started = time.monotonic()
+    assert retrain_in_child(store.index_dir, ROWS, KEEP) is Outcome.TIMED_OUT
+    assert time.monotonic() - started < 30
+    assert children[-1].poll() is not None  # ended, not left stopped
+    assert "had not finished after 1 s" in caplog.records[-1].getMessage()
+    store.optimize()
+    assert trained_rows(store._chunks) is None and len(children) == 2  # noqa: SLF001
+    store.optimize()  # no other child for a while
+    assert len(children) == 2
+
+
+def test_the_deadline_grows_with_the_rows_and_leaves_room():
+    assert retraining.deadline_seconds(100_000) >= 50 * 8.4  # the slowest seen at 100k
+    assert retraining.deadline_seconds(1_000_000) > retraining.deadline_seconds(100_000)
+
+
 def test_below_the_size_the_store_trains_in_its_own_process(large_store, monkeypatch):
     """A table that shrank below the size keeps its index; trained again (its segments), it
     is small: no child."""

@@ -74,9 +74,10 @@ MAX_OLD_VERSIONS = 32
 # Up to POSTINGS_MAX_ROWS a process's searches answer from its postings in memory, and only
 # a search before they load (a one-shot `rag-lsp search`) pays; past it every search does.
 MAX_UNINDEXED_ROWS = 512
-# After a retraining's child was killed by a signal (the system out of memory, likely), a run
-# that compacts every few batches would start one again each time: not before this long (the
-# table is searched as it is meanwhile, its ANN index in more segments or trained on fewer rows).
+# After a retraining's child was killed by a signal (the system out of memory, likely) or ended
+# past its deadline, a run that compacts every few batches would start one again each time: not
+# before this long (the table is searched as it is meanwhile, its ANN index in more segments or
+# trained on fewer rows).
 RETRAIN_AFTER_KILLED_SECONDS = 600.0
 
 
@@ -942,14 +943,15 @@ class ChunkStore:
     def _train_and_compact(self, rows: int) -> None:
         """Train the ANN index on ``rows`` rows and compact after: past the size in a child
         process (see :mod:`rag_lsp.store.retraining`), here if that one fails (not the
-        training again if it got that far) or is below the size. A child killed by a signal
-        is not followed by the same work here, nor by another child for a while."""
+        training again if it got that far) or is below the size. A child killed by a signal,
+        or ended past its deadline, is not followed by the same work here, nor by another
+        child for a while."""
         if trains_in_a_child(rows):
             if time.monotonic() < self._retrain_not_before:
                 return
             outcome = retrain_in_child(self.index_dir, rows, _KEEP_OLD_VERSIONS,
                                        self._caches_following_versions())
-            if outcome is Outcome.KILLED:
+            if outcome in (Outcome.KILLED, Outcome.TIMED_OUT):
                 self._retrain_not_before = time.monotonic() + RETRAIN_AFTER_KILLED_SECONDS
             if outcome is not Outcome.FAILED:
                 return

@@ -25,7 +25,9 @@ with a consistency interval of 0, so they see the child's versions as soon as it
 If the child cannot start or fails, the caller runs the same steps in its own process: a
 failure LanceDB would raise there is then raised where it always was. If a signal ends it
 (the system's out-of-memory killer, likely: the child asks the kernel to pick it first), the
-server's process is not the place to try again; the store tries again in a child later. Off
+server's process is not the place to try again; the store tries again in a child later. So
+too when the child has not finished long after it should have (:func:`deadline_seconds`): the
+parent ends it rather than hold the writer lock, and indexing, for good. Off
 POSIX, and below the size past which the ANN index holds the vectors (a small table trains in
 well under a second), the steps run in the caller's process, as before.
 
@@ -43,6 +45,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
@@ -57,12 +60,24 @@ _STDERR_TAIL_CHARS = 2000
 ENDED_WITH_PARENT = 3  # the child's exit status when its standard input closed
 WAIT_POLL_SECONDS = 0.25
 OOM_SCORE_ADJ = 1000  # the highest: this child goes first (see _first_to_go_when_memory_runs_out)
+# How long the parent waits before it ends a child that has not finished: the writer lock is
+# held meanwhile, so a child stuck for good (a hung disk, a LanceDB bug) would stop indexing
+# for good. Far above what the steps take: 7-8 s at 100k chunks compacted, 16 s for the
+# training alone on a day's uncompacted fragments (bench/README.md); 700 s at 100k chunks.
+DEADLINE_MIN_SECONDS = 600.0
+DEADLINE_SECONDS_PER_ROW = 0.001
 
 
 class Outcome(enum.Enum):
     DONE = "done"
     FAILED = "failed"  # the caller runs the steps itself
     KILLED = "killed"  # by a signal (the OOM killer's, likely): not worth running here
+    TIMED_OUT = "timed out"  # ended past its deadline: not worth running here either
+
+
+def deadline_seconds(rows: int) -> float:
+    """How long a child training on ``rows`` rows may take before it is ended."""
+    return DEADLINE_MIN_SECONDS + DEADLINE_SECONDS_PER_ROW * rows
 
 
 def retrain_in_child(index_dir: Path, rows: int, keep_old_versions: timedelta,
@@ -72,7 +87,9 @@ def retrain_in_child(index_dir: Path, rows: int, keep_old_versions: timedelta,
     :data:`WAIT_POLL_SECONDS`. ``FAILED`` (logged, with why) when no child could start or it
     failed: the table is as it was, or trained and not compacted, and the caller runs the
     steps in its own process. ``KILLED`` (logged) when a signal ended it: likely the system
-    out of memory, which the same steps in the server's process would bring on the server."""
+    out of memory, which the same steps in the server's process would bring on the server.
+    ``TIMED_OUT`` (logged) when it ran past :func:`deadline_seconds` and was ended: whatever
+    held it up would likely hold up the same steps here."""
     package_parent = str(Path(__file__).resolve().parents[2])
     errors = None
     try:
@@ -91,6 +108,8 @@ def retrain_in_child(index_dir: Path, rows: int, keep_old_versions: timedelta,
         log.warning("cannot start a process to train the ANN index of %s (%s): training it "
                     "in this one", index_dir, exc)
         return Outcome.FAILED
+    deadline = time.monotonic() + deadline_seconds(rows)
+    timed_out = False
     with errors:
         try:
             while True:
@@ -98,6 +117,9 @@ def retrain_in_child(index_dir: Path, rows: int, keep_old_versions: timedelta,
                     status = child.wait(timeout=WAIT_POLL_SECONDS)
                     break
                 except subprocess.TimeoutExpired:
+                    if time.monotonic() > deadline:
+                        timed_out = True
+                        break
                     _call_while_waiting(while_waiting)
         finally:
             child.stdin.close()  # its lifeline: a child still running (we were interrupted) ends
@@ -106,6 +128,11 @@ def retrain_in_child(index_dir: Path, rows: int, keep_old_versions: timedelta,
                 child.wait()
         errors.seek(0)
         said = errors.read().decode("utf-8", "replace")[-_STDERR_TAIL_CHARS:].strip()
+    if timed_out:
+        log.warning("the process training the ANN index of %s had not finished after %.0f s: "
+                    "ended it; the index is searched as it is, and it is not trained in this "
+                    "process%s", index_dir, deadline_seconds(rows), f" ({said})" if said else "")
+        return Outcome.TIMED_OUT
     if status == 0:
         if said:  # LanceDB's warnings, say
             log.debug("the process that trained the ANN index of %s said: %s", index_dir, said)
