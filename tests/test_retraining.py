@@ -97,30 +97,6 @@ def test_while_the_child_works_the_store_connects_again_after_each_of_its_commit
     assert store.vector_search(vectors[5], 1)[0]["id"] == "pkg/m0.py#5"
 
 
-@pytest.mark.parametrize("followed_its_last_commit", [True, False])
-def test_after_the_child_the_store_connects_again_unless_it_has_at_the_last_version(
-        large_store, monkeypatch, followed_its_last_commit):
-    """Connected at the child's last version while it waited, the store keeps that
-    connection: its caches hold what searches read of that version since, no version
-    before. Else the caches may hold an older version's index data: a new connection."""
-    store, vectors = large_store
-    real_child = lance_store.retrain_in_child
-    at_the_end = []
-
-    def child(index_dir, rows, keep, while_waiting):
-        outcome = real_child(index_dir, rows, keep)  # done before the store looks
-        if followed_its_last_commit:
-            while_waiting()  # as if the store had looked after the child's last commit
-        at_the_end.append(store._session)  # noqa: SLF001
-        return outcome
-
-    monkeypatch.setattr(lance_store, "retrain_in_child", child)
-    store.optimize()
-    assert trained_rows(store._chunks) == ROWS  # noqa: SLF001
-    assert (store._session is at_the_end[0]) is followed_its_last_commit  # noqa: SLF001
-    assert store.vector_search(vectors[7], 1)[0]["id"] == "pkg/m0.py#7"
-
-
 def test_the_store_is_called_while_it_waits_for_the_child(large_store):
     store, _vectors = large_store
     calls: list[int] = []

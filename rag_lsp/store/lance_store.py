@@ -272,9 +272,6 @@ class ChunkStore:
             self._reads = 0
             self._read_version: int | None = None
             self._read_version_lock = threading.Lock()
-            # The chunks version the caches were emptied at (a connection's caches hold only
-            # what reads put in them since): see optimize
-            self._connected_at = self._chunks.version
             self._fit_caches()
         except (OSError, ValueError, RuntimeError) as exc:
             raise IndexCorruptError(
@@ -308,7 +305,6 @@ class ChunkStore:
             self._db, self._chunks, self._files, self._view = db, chunks, files, view
             self._view_at = None
             self._session, self._cache_bytes = session, cache_bytes
-            self._connected_at = chunks.version
         return True
 
     def moved(self) -> bool:
@@ -926,9 +922,8 @@ class ChunkStore:
         of memory at 100k chunks), run in a child process (:mod:`rag_lsp.store.retraining`),
         inside ``around_rewrite()``: the caller's chance to set other memory aside. Before
         the first compaction the store connects again, with empty caches, if the ones it has
-        hold enough to matter (:meth:`_let_go_of_caches`); after, if the table changed and
-        the store has not connected at its new version yet: what LanceDB cached of the
-        versions before is of no more use (see lance_caches)."""
+        hold enough to matter (:meth:`_let_go_of_caches`); after, if the table changed: what
+        LanceDB cached of the versions before is of no more use (see lance_caches)."""
         with self._write_lock:
             self._settle_replace()
             before = self._chunks.version
@@ -939,12 +934,8 @@ class ChunkStore:
                 if needs_training(rows, trained, segments):
                     with around_rewrite():
                         self._train_and_compact(rows)
-            # (a failure after a committed compaction is not damage: the old handles stay).
-            # Stale unless connected at this version already (the retraining's child made
-            # its last commit while the store waited for it: searches since filled the
-            # caches with this version's index data alone).
-            version = self._chunks.version
-            refitted = self._fit_caches_or_keep(stale=version not in (before, self._connected_at),
+            # (a failure after a committed compaction is not damage: the old handles stay)
+            refitted = self._fit_caches_or_keep(stale=self._chunks.version != before,
                                                 when="after a compaction")
         if refitted or emptied:
             self._warm_caches()
