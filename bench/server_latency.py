@@ -228,7 +228,7 @@ def children(pid: int) -> list[int]:
 class ServerRss:
     """Peak RSS of the server process, of its child processes (the embedding worker) and of
     all of them together, and the server's own part of it (``RssAnon``: at 100k chunks ~140 MB
-    of its RSS are mapped files, ~70-85 MB of them LanceDB's library code, more of which a
+    of its RSS are mapped files, 66-84 MB of them LanceDB's library code, more of which a
     re-index's writes touch), sampled every 0.1 s while ``with``-ed."""
 
     def __init__(self, pid: int):

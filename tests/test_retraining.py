@@ -165,8 +165,17 @@ def test_a_child_past_its_deadline_is_ended_and_not_followed_by_the_same_work_he
     hold the writer lock, and so stop indexing, for good."""
     store, _vectors = large_store
     children: list[subprocess.Popen] = []
-    on_each_child(monkeypatch, lambda child: children.append(child)
-                  or child.send_signal(signal.SIGSTOP))
+    watchdogs: list[threading.Timer] = []
+
+    def stopped(child: subprocess.Popen) -> None:
+        children.append(child)
+        child.send_signal(signal.SIGSTOP)
+        # without a deadline the test would wait for ever: this ends the child by a signal
+        # instead, an outcome the assertions below refuse
+        watchdogs.append(threading.Timer(30, lambda: child.poll() is None and child.kill()))
+        watchdogs[-1].start()
+
+    on_each_child(monkeypatch, stopped)
     monkeypatch.setattr(retraining, "deadline_seconds", lambda rows: 1.0)
     monkeypatch.setattr(lance_store, "build_vector_index",
                         lambda *_: pytest.fail("trained in the test's process"))
@@ -180,6 +189,18 @@ def test_a_child_past_its_deadline_is_ended_and_not_followed_by_the_same_work_he
     assert trained_rows(store._chunks) is None and len(children) == 2  # noqa: SLF001
     store.optimize()  # no other child for a while
     assert len(children) == 2
+    for watchdog in watchdogs:
+        watchdog.cancel()
+
+
+def test_a_child_that_ended_by_itself_at_its_deadline_keeps_its_outcome(large_store,
+                                                                         monkeypatch):
+    """Done as the deadline passes (here: already past when the wait starts) is done."""
+    store, _vectors = large_store
+    on_each_child(monkeypatch, lambda child: child.wait(timeout=120))
+    monkeypatch.setattr(retraining, "deadline_seconds", lambda rows: 0.0)
+    assert retrain_in_child(store.index_dir, ROWS, KEEP) is Outcome.DONE
+    assert trained_rows(store._chunks) == ROWS  # noqa: SLF001
 
 
 def test_the_deadline_grows_with_the_rows_and_leaves_room():

@@ -61,9 +61,10 @@ ENDED_WITH_PARENT = 3  # the child's exit status when its standard input closed
 WAIT_POLL_SECONDS = 0.25
 OOM_SCORE_ADJ = 1000  # the highest: this child goes first (see _first_to_go_when_memory_runs_out)
 # How long the parent waits before it ends a child that has not finished: the writer lock is
-# held meanwhile, so a child stuck for good (a hung disk, a LanceDB bug) would stop indexing
-# for good. Far above what the steps take: 7-8 s at 100k chunks compacted, 16 s for the
-# training alone on a day's uncompacted fragments (bench/README.md); 700 s at 100k chunks.
+# held meanwhile, so a child stuck for good (a deadlock, a LanceDB bug) would stop indexing
+# for good (one stuck in the kernel, on a disk that does not answer, cannot be ended). Far
+# above what the steps take: 7-8 s at 100k chunks compacted, 16 s for the training alone on a
+# day's uncompacted fragments (bench/README.md); 700 s at 100k chunks.
 DEADLINE_MIN_SECONDS = 600.0
 DEADLINE_SECONDS_PER_ROW = 0.001
 
@@ -109,26 +110,28 @@ def retrain_in_child(index_dir: Path, rows: int, keep_old_versions: timedelta,
                     "in this one", index_dir, exc)
         return Outcome.FAILED
     deadline = time.monotonic() + deadline_seconds(rows)
-    timed_out = False
+    ended_here = False
     with errors:
         try:
-            while True:
+            while time.monotonic() <= deadline:
                 try:
-                    status = child.wait(timeout=WAIT_POLL_SECONDS)
+                    child.wait(timeout=WAIT_POLL_SECONDS)
                     break
                 except subprocess.TimeoutExpired:
-                    if time.monotonic() > deadline:
-                        timed_out = True
-                        break
                     _call_while_waiting(while_waiting)
         finally:
-            child.stdin.close()  # its lifeline: a child still running (we were interrupted) ends
+            # A child still running (past its deadline, or we were interrupted) is ended
+            # before its lifeline closes: it would otherwise end by itself, as after a failure
+            # (ENDED_WITH_PARENT). One that ended by itself meanwhile keeps its exit status.
             if child.poll() is None:
                 child.kill()
                 child.wait()
+                ended_here = True
+            child.stdin.close()
+        status = child.returncode
         errors.seek(0)
         said = errors.read().decode("utf-8", "replace")[-_STDERR_TAIL_CHARS:].strip()
-    if timed_out:
+    if ended_here:
         log.warning("the process training the ANN index of %s had not finished after %.0f s: "
                     "ended it; the index is searched as it is, and it is not trained in this "
                     "process%s", index_dir, deadline_seconds(rows), f" ({said})" if said else "")
