@@ -161,7 +161,7 @@ def test_a_child_killed_by_a_signal_is_not_followed_by_the_same_work_here(large_
 
 def test_a_child_past_its_deadline_is_ended_and_not_followed_by_the_same_work_here(
         large_store, monkeypatch, caplog):
-    """A child that never finishes (stopped here; a hung disk or a LanceDB bug in life) would
+    """A child that never finishes (stopped here; a deadlock or a LanceDB bug in life) would
     hold the writer lock, and so stop indexing, for good."""
     store, _vectors = large_store
     children: list[subprocess.Popen] = []
@@ -172,8 +172,10 @@ def test_a_child_past_its_deadline_is_ended_and_not_followed_by_the_same_work_he
         child.send_signal(signal.SIGSTOP)
         # without a deadline the test would wait for ever: this ends the child by a signal
         # instead, an outcome the assertions below refuse
-        watchdogs.append(threading.Timer(30, lambda: child.poll() is None and child.kill()))
-        watchdogs[-1].start()
+        watchdog = threading.Timer(30, lambda: child.poll() is None and child.kill())
+        watchdog.daemon = True  # a failed test does not hold the run's end up
+        watchdog.start()
+        watchdogs.append(watchdog)
 
     on_each_child(monkeypatch, stopped)
     monkeypatch.setattr(retraining, "deadline_seconds", lambda rows: 1.0)
