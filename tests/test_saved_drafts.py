@@ -19,10 +19,11 @@ from rag_lsp.config import Settings
 from rag_lsp.indexing.file_text import DRAFT_SAVED_MAX_FILES, draft_saved
 from rag_lsp.indexing.indexer import Indexer
 from rag_lsp.indexing.scan import WorkspaceFilter
+from rag_lsp.search import pipeline
 from rag_lsp.store.draft import DraftIndex
 from rag_lsp.store.lance_store import ChunkStore
 from rag_lsp.workspace import Workspace
-from tests.conftest import make_sample_root
+from tests.conftest import make_sample_root, write_files
 from tests.inprocess_lsp import WAIT_SECONDS, InProcessServer
 
 LRU = "src/cache/lru.py"
@@ -392,3 +393,60 @@ def test_the_agents_keeper_drafts_a_change_before_its_update(sample_root, tmp_pa
     finally:
         release.set()
         keeper.close()
+
+
+def test_a_deleted_folder_that_filled_the_candidates_leaves_the_rest_found(tmp_path, embedder,
+                                                                           monkeypatch):
+    """A deleted file's stored chunks are set aside after LanceDB returns them, until its
+    update: when they were most of a search's candidates, the search asks for more, so the
+    files still there are found as they would be without them."""
+    root = make_sample_root(tmp_path)
+    write_files(root, {f"legacy/rotate_{n}.py": f'def rotate_signing_key_{n}(vault):\n'
+                                                f'    """Rotate the signing key in the vault, '
+                                                f'variant {n}."""\n    return vault.rotate()\n'
+                       for n in range(12)})
+    write_files(root, {"src/keys.py": 'def renew_signing_key(vault):\n'
+                                      '    """Renew the signing key kept in the vault."""\n'
+                                      '    return vault.renew()\n',
+                       "src/tokens.py": 'def refresh_token(store):\n'
+                                        '    """Refresh an expired access token."""\n'
+                                        '    return store.refresh()\n'})
+    ws = Workspace.open(root, Settings.from_dict({}), embedder=embedder)
+    ws.index()
+    monkeypatch.setattr(pipeline, "MIN_CANDIDATES", 4)  # fewer than the legacy chunks
+    monkeypatch.setattr(pipeline, "CANDIDATES_PER_RESULT", 1)
+    query = "rotate the signing key in the vault"
+    for mode in ("vector", "lexical", "hybrid"):
+        found = _paths(ws, query, mode=mode, top_k=4)
+        assert all(path.startswith("legacy/") for path in found), (mode, found)
+    shutil.rmtree(root / "legacy")
+    assert ws.draft_saved(["legacy"]) == ["legacy"]
+    for mode in ("vector", "lexical", "hybrid"):
+        found = _paths(ws, query, mode=mode, top_k=4)
+        assert found and found[0] == "src/keys.py", (mode, found)
+        assert not any(path.startswith("legacy/") for path in found), (mode, found)
+
+
+def test_a_retriever_asks_again_only_while_hidden_rows_took_many_places():
+    stored = [{"id": str(n), "path": f"{'old' if n % 3 else 'src'}/{n}.py"} for n in range(100)]
+    asked: list[int] = []
+
+    def fetch(n: int) -> list[dict]:
+        asked.append(n)
+        return stored[:n]
+
+    def hidden(path: str) -> bool:
+        return path.startswith("old/")
+
+    rows = pipeline._visible_rows(fetch, 8, hidden)  # noqa: SLF001
+    assert [row["id"] for row in rows] == ["0", "3", "6", "9", "12", "15"]  # three quarters
+    assert asked == [8, 18]  # twice as many more as were hidden
+    asked.clear()
+    assert len(pipeline._visible_rows(fetch, 8, lambda path: path == "old/1.py")) == 7  # noqa: SLF001
+    assert asked == [8]  # one place of eight lost: not worth a second query
+    asked.clear()
+    assert pipeline._visible_rows(fetch, 8, lambda _path: True) == []  # noqa: SLF001
+    assert max(asked) == 8 * pipeline.HIDDEN_REFETCH_MAX  # bounded
+    asked.clear()
+    few = pipeline._visible_rows(lambda n: fetch(n)[:7], 8, hidden)  # noqa: SLF001
+    assert [row["id"] for row in few] == ["0", "3", "6"] and asked == [8]  # all there is

@@ -51,6 +51,9 @@ from rag_lsp.terms import path_terms
 MIN_CANDIDATES = 70
 CANDIDATES_PER_RESULT = 5
 DEFINITION_CANDIDATES = 20
+# A retriever whose rows were mostly set aside (files deleted or saved since they were
+# indexed: see _visible_rows) asks again for more, up to this many times what it needed.
+HIDDEN_REFETCH_MAX = 8
 # Read the vectors of full-text hits to give them a real cosine (else they get no semantic
 # evidence: they were not among the nearest chunks anyway).
 LEXICAL_COSINES = True
@@ -118,22 +121,25 @@ def _retrieve(index: SearchIndex, q: QueryAnalysis, mode: str, limit: int, where
     # Full-text and definition lookups run beside embedding + vector search (both release
     # the GIL).
     with_vectors = mode == "hybrid" and LEXICAL_COSINES
-    text_rows = (_FULL_TEXT.submit(store.text_search, q.fulltext, limit, where,
-                                   with_vectors=with_vectors) if lexical else None)
-    definition_rows = (_FULL_TEXT.submit(store.text_search, " ".join(q.identifiers),
-                                         DEFINITION_CANDIDATES, where, column="defines",
-                                         with_vectors=with_vectors)
-                       if lexical and q.identifiers and DEFINITION_CANDIDATES else None)
+    text_rows = (_FULL_TEXT.submit(
+        _visible_rows, lambda n: store.text_search(q.fulltext, n, where,
+                                                   with_vectors=with_vectors), limit, hidden)
+        if lexical else None)
+    definition_rows = (_FULL_TEXT.submit(
+        _visible_rows, lambda n: store.text_search(" ".join(q.identifiers), n, where,
+                                                   column="defines", with_vectors=with_vectors),
+        DEFINITION_CANDIDATES, hidden)
+        if lexical and q.identifiers and DEFINITION_CANDIDATES else None)
     query_vector = (index.embed_query(q.text)
                     if mode != "lexical" and index.embed_query is not None else None)
     found: dict[str, Candidate] = {}
     if query_vector is not None:
-        for row in store.vector_search(query_vector, limit, where):
-            if not hidden(row["path"]):
-                found[row["id"]] = Candidate(row, row["cosine"])
+        for row in _visible_rows(lambda n: store.vector_search(query_vector, n, where), limit,
+                                 hidden):
+            found[row["id"]] = Candidate(row, row["cosine"])
     for future in (text_rows, definition_rows):
         for row in future.result() if future is not None else ():
-            if row["id"] in found or hidden(row["path"]):
+            if row["id"] in found:
                 continue
             vector = row.pop("vector", None)
             cosine = (float(np.asarray(vector, dtype=np.float32) @ query_vector)
@@ -142,6 +148,26 @@ def _retrieve(index: SearchIndex, q: QueryAnalysis, mode: str, limit: int, where
     for row in drafted:  # no vectors yet: word evidence alone
         found[row["id"]] = Candidate(row)
     return _with_query_terms(list(found.values()), q), query_vector
+
+
+def _visible_rows(fetch: Callable[[int], list[dict]], limit: int,
+                  hidden: Callable[[str], bool]) -> list[dict]:
+    """The first ``limit`` rows of ``fetch(n)`` (a retriever's best ``n``) whose files are not
+    ``hidden``. The index holds a deleted or saved file's old chunks until its update lands,
+    and they are set aside only once found: a deleted folder could take every place (a
+    search for what it held found nothing else). So while hidden rows took more than a
+    quarter of the places, ask again for more, as many more as they took, twice over, up to
+    ``HIDDEN_REFETCH_MAX`` times ``limit``. A few places lost cost little (the candidates run
+    deep: 70 for 10 results) and asking again costs a query: a file being edited is hidden
+    from the moment it is saved until its update lands."""
+    asked = limit
+    enough = limit - limit // 4
+    while True:
+        rows = fetch(asked)
+        visible = [row for row in rows if not hidden(row["path"])]
+        if len(visible) >= enough or len(rows) < asked or asked >= limit * HIDDEN_REFETCH_MAX:
+            return visible[:limit]
+        asked = min(limit * HIDDEN_REFETCH_MAX, asked + 2 * (len(rows) - len(visible)))
 
 
 def _with_query_terms(candidates: list[Candidate], q: QueryAnalysis) -> list[Candidate]:
