@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parent.parent
 CHILD_BENCHES = ("edit_memory", "engine_latency", "retraining_searches", "search_while_indexing",
                  "server_memory")
 # These set up the process they run in as they are imported.
-SET_UP_ON_IMPORT = ("reindex_memory", "replace_cost", "patch_cost")
+SET_UP_ON_IMPORT = ("reindex_memory", "replace_cost", "patch_cost", "hidden_refetch")
 HEAVY = ("pyarrow", "lancedb", "numpy", "onnxruntime", "rag_lsp.workspace")
 
 

@@ -20,6 +20,7 @@ from rag_lsp.indexing.file_text import DRAFT_SAVED_MAX_FILES, draft_saved
 from rag_lsp.indexing.indexer import Indexer
 from rag_lsp.indexing.scan import WorkspaceFilter
 from rag_lsp.search import pipeline
+from rag_lsp.search.results import SearchFilters
 from rag_lsp.store.draft import DraftIndex
 from rag_lsp.store.lance_store import ChunkStore
 from rag_lsp.workspace import Workspace
@@ -421,10 +422,12 @@ def test_a_deleted_folder_that_filled_the_candidates_leaves_the_rest_found(tmp_p
         assert all(path.startswith("legacy/") for path in found), (mode, found)
     shutil.rmtree(root / "legacy")
     assert ws.draft_saved(["legacy"]) == ["legacy"]
+    python = SearchFilters(languages=["python"])  # a filter: LanceDB's queries, not memory's
     for mode in ("vector", "lexical", "hybrid"):
-        found = _paths(ws, query, mode=mode, top_k=4)
-        assert found and found[0] == "src/keys.py", (mode, found)
-        assert not any(path.startswith("legacy/") for path in found), (mode, found)
+        for filters in (None, python):
+            found = _paths(ws, query, mode=mode, top_k=4, filters=filters)
+            assert found and found[0] == "src/keys.py", (mode, filters, found)
+            assert not any(path.startswith("legacy/") for path in found), (mode, found)
 
 
 def test_a_retriever_asks_again_only_while_hidden_rows_took_many_places():
@@ -444,6 +447,10 @@ def test_a_retriever_asks_again_only_while_hidden_rows_took_many_places():
     asked.clear()
     assert len(pipeline._visible_rows(fetch, 8, lambda path: path == "old/1.py")) == 7  # noqa: SLF001
     assert asked == [8]  # one place of eight lost: not worth a second query
+    asked.clear()
+    assert len(pipeline._visible_rows(fetch, 8, lambda path: path in {"old/1.py", "old/2.py"})  # noqa: SLF001
+               ) == 6
+    assert asked == [8]  # two of eight: still three quarters left
     asked.clear()
     assert pipeline._visible_rows(fetch, 8, lambda _path: True) == []  # noqa: SLF001
     assert max(asked) == 8 * pipeline.HIDDEN_REFETCH_MAX  # bounded

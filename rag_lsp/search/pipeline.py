@@ -52,7 +52,7 @@ MIN_CANDIDATES = 70
 CANDIDATES_PER_RESULT = 5
 DEFINITION_CANDIDATES = 20
 # A retriever whose rows were mostly set aside (files deleted or saved since they were
-# indexed: see _visible_rows) asks again for more, up to this many times what it needed.
+# indexed: see _visible_rows) asks again for more, up to this many times its limit.
 HIDDEN_REFETCH_MAX = 8
 # Read the vectors of full-text hits to give them a real cosine (else they get no semantic
 # evidence: they were not among the nearest chunks anyway).
@@ -152,14 +152,15 @@ def _retrieve(index: SearchIndex, q: QueryAnalysis, mode: str, limit: int, where
 
 def _visible_rows(fetch: Callable[[int], list[dict]], limit: int,
                   hidden: Callable[[str], bool]) -> list[dict]:
-    """The first ``limit`` rows of ``fetch(n)`` (a retriever's best ``n``) whose files are not
-    ``hidden``. The index holds a deleted or saved file's old chunks until its update lands,
-    and they are set aside only once found: a deleted folder could take every place (a
-    search for what it held found nothing else). So while hidden rows took more than a
-    quarter of the places, ask again for more, as many more as they took, twice over, up to
-    ``HIDDEN_REFETCH_MAX`` times ``limit``. A few places lost cost little (the candidates run
-    deep: 70 for 10 results) and asking again costs a query: a file being edited is hidden
-    from the moment it is saved until its update lands."""
+    """Up to ``limit`` rows of ``fetch(n)`` (a retriever's best ``n``), best first, whose
+    files are not ``hidden``. The index holds a deleted or saved file's old chunks until its
+    update lands, and they are set aside only once found: a deleted folder could take every
+    place (a search for what it held found nothing else). So while fewer than three quarters
+    of ``limit`` rows are left, ask again for more (as many more as were set aside, twice
+    over), up to ``HIDDEN_REFETCH_MAX`` times ``limit``, or until the retriever has no more.
+    A few places lost cost little (the candidates run deep: 70 for 10 results) and asking
+    again costs a query: a file being edited is hidden (in hybrid and lexical searches) from
+    the moment it is saved until its update lands."""
     asked = limit
     enough = limit - limit // 4
     while True:
