@@ -166,6 +166,8 @@ def _visible_rows(fetch: Callable[[int], list[dict]], limit: int,
     while True:
         rows = fetch(asked)
         visible = [row for row in rows if not hidden(row["path"])]
+        # Fewer rows than asked: the retriever has no more (or rows went between their finding
+        # and the read of their columns, which the store leaves out): stop there.
         if len(visible) >= enough or len(rows) < asked or asked >= limit * HIDDEN_REFETCH_MAX:
             return visible[:limit]
         asked = min(limit * HIDDEN_REFETCH_MAX, asked + 2 * (len(rows) - len(visible)))
