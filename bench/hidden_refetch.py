@@ -52,7 +52,7 @@ def main() -> None:
     calls = {"retrievers": 0, "asked_again": 0, "kept": 0, "kept_at_first": 0}
     real_visible = pipeline._visible_rows  # noqa: SLF001
 
-    def counted(fetch, limit, hidden):
+    def counted(fetch, limit, hidden, lost):
         asked = []
 
         def fetched(n):
@@ -62,7 +62,7 @@ def main() -> None:
             asked.append(n)
             return rows
 
-        rows = real_visible(fetched, limit, hidden)
+        rows = real_visible(fetched, limit, hidden, lost)
         calls["retrievers"] += 1
         calls["asked_again"] += len(asked) > 1
         calls["kept"] += len(rows)

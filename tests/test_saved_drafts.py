@@ -430,7 +430,7 @@ def test_a_deleted_folder_that_filled_the_candidates_leaves_the_rest_found(tmp_p
             assert not any(path.startswith("legacy/") for path in found), (mode, found)
 
 
-def test_a_retriever_asks_again_only_while_hidden_rows_took_many_places():
+def test_a_retriever_asks_again_only_while_deleted_files_took_many_places():
     stored = [{"id": str(n), "path": f"{'old' if n % 3 else 'src'}/{n}.py"} for n in range(100)]
     asked: list[int] = []
 
@@ -438,22 +438,25 @@ def test_a_retriever_asks_again_only_while_hidden_rows_took_many_places():
         asked.append(n)
         return stored[:n]
 
-    def hidden(path: str) -> bool:
+    def deleted(path: str) -> bool:
         return path.startswith("old/")
 
-    rows = pipeline._visible_rows(fetch, 8, hidden)  # noqa: SLF001
+    def visible_rows(limit, gone=deleted, saved=lambda _path: False):
+        asked.clear()
+        return pipeline._visible_rows(  # noqa: SLF001
+            fetch, limit, lambda path: gone(path) or saved(path), gone)
+
+    rows = visible_rows(8)
     assert [row["id"] for row in rows] == ["0", "3", "6", "9", "12", "15"]  # three quarters
-    assert asked == [8, 18]  # twice as many more as were hidden
-    asked.clear()
-    assert len(pipeline._visible_rows(fetch, 8, lambda path: path == "old/1.py")) == 7  # noqa: SLF001
+    assert asked == [8, 18]  # twice as many more as were lost
+    assert len(visible_rows(8, gone=lambda path: path == "old/1.py")) == 7
     assert asked == [8]  # one place of eight lost: not worth a second query
-    asked.clear()
-    assert len(pipeline._visible_rows(fetch, 8, lambda path: path in {"old/1.py", "old/2.py"})  # noqa: SLF001
-               ) == 6
+    assert len(visible_rows(8, gone=lambda path: path in {"old/1.py", "old/2.py"})) == 6
     assert asked == [8]  # two of eight: still three quarters left
-    asked.clear()
-    assert pipeline._visible_rows(fetch, 8, lambda _path: True) == []  # noqa: SLF001
+    # A saved file's chunks are set aside too, but its drafted windows take their places.
+    assert len(visible_rows(8, gone=lambda _path: False, saved=deleted)) == 3 and asked == [8]
+    assert visible_rows(8, gone=lambda _path: True) == []
     assert max(asked) == 8 * pipeline.HIDDEN_REFETCH_MAX  # bounded
     asked.clear()
-    few = pipeline._visible_rows(lambda n: fetch(n)[:7], 8, hidden)  # noqa: SLF001
+    few = pipeline._visible_rows(lambda n: fetch(n)[:7], 8, deleted, deleted)  # noqa: SLF001
     assert [row["id"] for row in few] == ["0", "3", "6"] and asked == [8]  # all there is

@@ -51,8 +51,8 @@ from rag_lsp.terms import path_terms
 MIN_CANDIDATES = 70
 CANDIDATES_PER_RESULT = 5
 DEFINITION_CANDIDATES = 20
-# A retriever whose rows were mostly set aside (files deleted or saved since they were
-# indexed: see _visible_rows) asks again for more, up to this many times its limit.
+# A retriever whose rows were mostly of deleted files (until their update lands: see
+# _visible_rows) asks again for more, up to this many times its limit.
 HIDDEN_REFETCH_MAX = 8
 # Read the vectors of full-text hits to give them a real cosine (else they get no semantic
 # evidence: they were not among the nearest chunks anyway).
@@ -111,8 +111,11 @@ def _retrieve(index: SearchIndex, q: QueryAnalysis, mode: str, limit: int, where
     shadowed = index.draft.paths() if reads_draft else frozenset()
     gone = index.draft.gone_paths() if index.draft else frozenset()
 
+    def lost(path: str) -> bool:
+        return bool(gone) and is_gone(path, gone)
+
     def hidden(path: str) -> bool:
-        return path in shadowed or bool(gone) and is_gone(path, gone)
+        return path in shadowed or lost(path)
 
     drafted = (index.draft.search(q.terms, q.identifiers, limit, draft_filter(filters))
                if shadowed else [])
@@ -123,19 +126,20 @@ def _retrieve(index: SearchIndex, q: QueryAnalysis, mode: str, limit: int, where
     with_vectors = mode == "hybrid" and LEXICAL_COSINES
     text_rows = (_FULL_TEXT.submit(
         _visible_rows, lambda n: store.text_search(q.fulltext, n, where,
-                                                   with_vectors=with_vectors), limit, hidden)
+                                                   with_vectors=with_vectors), limit, hidden,
+        lost)
         if lexical else None)
     definition_rows = (_FULL_TEXT.submit(
         _visible_rows, lambda n: store.text_search(" ".join(q.identifiers), n, where,
                                                    column="defines", with_vectors=with_vectors),
-        DEFINITION_CANDIDATES, hidden)
+        DEFINITION_CANDIDATES, hidden, lost)
         if lexical and q.identifiers and DEFINITION_CANDIDATES else None)
     query_vector = (index.embed_query(q.text)
                     if mode != "lexical" and index.embed_query is not None else None)
     found: dict[str, Candidate] = {}
     if query_vector is not None:
         for row in _visible_rows(lambda n: store.vector_search(query_vector, n, where), limit,
-                                 hidden):
+                                 hidden, lost):
             found[row["id"]] = Candidate(row, row["cosine"])
     for future in (text_rows, definition_rows):
         for row in future.result() if future is not None else ():
@@ -151,26 +155,27 @@ def _retrieve(index: SearchIndex, q: QueryAnalysis, mode: str, limit: int, where
 
 
 def _visible_rows(fetch: Callable[[int], list[dict]], limit: int,
-                  hidden: Callable[[str], bool]) -> list[dict]:
+                  hidden: Callable[[str], bool], lost: Callable[[str], bool]) -> list[dict]:
     """Up to ``limit`` rows of ``fetch(n)`` (a retriever's best ``n``), best first, whose
     files are not ``hidden``. The index holds a deleted or saved file's old chunks until its
-    update lands, and they are set aside only once found: a deleted folder could take every
-    place (a search for what it held found nothing else). So while fewer than three quarters
-    of ``limit`` rows are left, ask again for more (as many more as were set aside, twice
-    over), up to ``HIDDEN_REFETCH_MAX`` times ``limit``, or until the retriever has no more.
-    A few places lost cost little (the candidates run deep: 70 for 10 results) and asking
-    again costs a query: a file being edited is hidden (in hybrid and lexical searches) from
-    the moment it is saved until its update lands."""
+    update lands, and they are set aside only once found. A saved file's drafted windows take
+    its chunks' places; a deleted file's places are ``lost``, and a deleted folder could take
+    every one (a search for what it held found nothing else). So while lost places leave
+    fewer than three quarters of ``limit``, ask again for more (as many more as were lost,
+    twice over), up to ``HIDDEN_REFETCH_MAX`` times ``limit``, or until the retriever has no
+    more. A few places lost cost little: the candidates run deep (70 for 10 results)."""
     asked = limit
     enough = limit - limit // 4
     while True:
         rows = fetch(asked)
         visible = [row for row in rows if not hidden(row["path"])]
+        places_lost = sum(1 for row in rows if lost(row["path"]))
         # Fewer rows than asked: the retriever has no more (or rows went between their finding
         # and the read of their columns, which the store leaves out): stop there.
-        if len(visible) >= enough or len(rows) < asked or asked >= limit * HIDDEN_REFETCH_MAX:
+        if (len(rows) - places_lost >= enough or len(rows) < asked
+                or asked >= limit * HIDDEN_REFETCH_MAX):
             return visible[:limit]
-        asked = min(limit * HIDDEN_REFETCH_MAX, asked + 2 * (len(rows) - len(visible)))
+        asked = min(limit * HIDDEN_REFETCH_MAX, asked + 2 * places_lost)
 
 
 def _with_query_terms(candidates: list[Candidate], q: QueryAnalysis) -> list[Candidate]:
