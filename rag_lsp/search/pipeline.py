@@ -124,16 +124,19 @@ def _retrieve(index: SearchIndex, q: QueryAnalysis, mode: str, limit: int, where
     # Full-text and definition lookups run beside embedding + vector search (both release
     # the GIL).
     with_vectors = mode == "hybrid" and LEXICAL_COSINES
-    text_rows = (_FULL_TEXT.submit(
-        _visible_rows, lambda n: store.text_search(q.fulltext, n, where,
-                                                   with_vectors=with_vectors), limit, hidden,
-        lost)
-        if lexical else None)
-    definition_rows = (_FULL_TEXT.submit(
-        _visible_rows, lambda n: store.text_search(" ".join(q.identifiers), n, where,
-                                                   column="defines", with_vectors=with_vectors),
-        DEFINITION_CANDIDATES, hidden, lost)
-        if lexical and q.identifiers and DEFINITION_CANDIDATES else None)
+
+    def full_text(n: int) -> list[dict]:
+        return store.text_search(q.fulltext, n, where, with_vectors=with_vectors)
+
+    def definitions(n: int) -> list[dict]:
+        return store.text_search(" ".join(q.identifiers), n, where, column="defines",
+                                 with_vectors=with_vectors)
+
+    text_rows = (_FULL_TEXT.submit(_visible_rows, full_text, limit, hidden, lost)
+                 if lexical else None)
+    definition_rows = (_FULL_TEXT.submit(_visible_rows, definitions, DEFINITION_CANDIDATES,
+                                         hidden, lost)
+                       if lexical and q.identifiers and DEFINITION_CANDIDATES else None)
     query_vector = (index.embed_query(q.text)
                     if mode != "lexical" and index.embed_query is not None else None)
     found: dict[str, Candidate] = {}
