@@ -1,6 +1,7 @@
 """What a search costs while deleted folders are drafted: their chunks stay in the index until
 their update lands, a search sets them aside as it finds them, and a retriever whose
-candidates were mostly theirs asks the index again for more (``pipeline._visible_rows``).
+candidates were more than a quarter theirs asks the index again for more
+(``pipeline._visible_rows``).
 
 Works on a copy (``cp -a``) of a ``server_latency.py`` workdir (at 100k chunks, the one its
 ``--stand-in-vectors`` builds): opens the workspace as the server does, answers ``--warm``
@@ -21,10 +22,11 @@ import argparse
 import json
 import shutil
 import sys
+import threading
 import time
 from pathlib import Path
 
-from bench_basics import pct
+from bench_basics import pct, workdir_problem
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -45,11 +47,15 @@ def main() -> None:
     parser.add_argument("--warm", type=int, default=40)
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
+    problem = workdir_problem(args.workdir)
+    if problem:
+        raise SystemExit(problem)
     ws = open_copied_workdir(args.workdir)
     packages = sorted(p.name for p in (args.workdir / "ws").iterdir() if p.is_dir())
     aside = args.workdir / "deleted"
     aside.mkdir(exist_ok=True)
     calls = {"retrievers": 0, "asked_again": 0, "kept": 0, "kept_at_first": 0}
+    counting = threading.Lock()  # the full-text retrievers run on the search's own threads
     real_visible = pipeline._visible_rows  # noqa: SLF001
 
     def counted(fetch, limit, hidden, lost):
@@ -58,14 +64,16 @@ def main() -> None:
         def fetched(n):
             rows = fetch(n)
             if not asked:  # what the first query alone left (all a search had before)
-                calls["kept_at_first"] += sum(not hidden(row["path"]) for row in rows)
+                with counting:
+                    calls["kept_at_first"] += sum(not hidden(row["path"]) for row in rows)
             asked.append(n)
             return rows
 
         rows = real_visible(fetched, limit, hidden, lost)
-        calls["retrievers"] += 1
-        calls["asked_again"] += len(asked) > 1
-        calls["kept"] += len(rows)
+        with counting:
+            calls["retrievers"] += 1
+            calls["asked_again"] += len(asked) > 1
+            calls["kept"] += len(rows)
         return rows
 
     pipeline._visible_rows = counted  # noqa: SLF001

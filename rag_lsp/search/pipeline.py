@@ -51,8 +51,8 @@ from rag_lsp.terms import path_terms
 MIN_CANDIDATES = 70
 CANDIDATES_PER_RESULT = 5
 DEFINITION_CANDIDATES = 20
-# A retriever whose rows were mostly of deleted files (until their update lands: see
-# _visible_rows) asks again for more, up to this many times its limit.
+# A retriever whose rows were more than a quarter of deleted files (until their update
+# lands: see _visible_rows) asks again for more, up to this many times its limit.
 HIDDEN_REFETCH_MAX = 8
 # Read the vectors of full-text hits to give them a real cosine (else they get no semantic
 # evidence: they were not among the nearest chunks anyway).
