@@ -48,7 +48,7 @@ from rag_lsp.search.calibration import BackgroundCache
 from rag_lsp.search.pipeline import SearchIndex, search_chunks, search_files
 from rag_lsp.search.ranking import RankingWeights
 from rag_lsp.search.results import MODES, ChunkHit, SearchFilters, SearchResponse
-from rag_lsp.store.draft import DraftIndex
+from rag_lsp.store.draft import STORED_COLUMNS, DraftIndex
 from rag_lsp.store.lance_store import ChunkStore
 from rag_lsp.store.live_index import LiveIndex
 from rag_lsp.store.manifest import SCHEMA_VERSION, IndexManifest
@@ -433,7 +433,21 @@ class Workspace:
         (workspace-relative)."""
         if self._draft is None:
             return []
-        return draft_saved(self._draft, self.event_filter(), rel_paths, self.priority.wait_turn)
+        return draft_saved(self._draft, self.event_filter(), rel_paths, self.priority.wait_turn,
+                           self._stored_chunks)
+
+    def _stored_chunks(self, rel_paths: list[str]) -> dict[str, list[dict]]:
+        """These files' chunks in the index (what a draft of them keeps: see
+        ``DraftIndex.add``), by path; none when there is no index to read, or it cannot be
+        read now (the draft then holds their words alone, and the read's fault is left for a
+        search to report)."""
+        if not self.has_index():
+            return {}
+        try:
+            return self._read(lambda store: store.chunks_of(rel_paths, STORED_COLUMNS))
+        except (RagLspError, OSError, RuntimeError, ValueError) as exc:
+            log.debug("%s: stored chunks of saved files: %s", self.root, exc)
+            return {}
 
     def compact(self, *, force: bool = False) -> bool:
         """Compact the tables and fold rows written by :meth:`update` into the indexes, if

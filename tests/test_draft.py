@@ -12,7 +12,7 @@ import pytest
 from rag_lsp.config import Settings
 from rag_lsp.indexing.indexer import DRAFT_MIN_FILES
 from rag_lsp.search.results import SearchFilters
-from rag_lsp.store.draft import DraftIndex, is_gone
+from rag_lsp.store.draft import DraftIndex, is_gone, unchanged_chunks
 from rag_lsp.workspace import Workspace
 
 from .conftest import write_files
@@ -146,6 +146,60 @@ def test_the_term_lists_do_not_keep_what_comes_and_goes():
     assert draft._postings == {}  # noqa: SLF001
 
 
+def _chunk(chunk_id: str, start: int, text: str) -> dict:
+    return {"id": chunk_id, "path": "a.py", "start_line": start,
+            "end_line": start + text.count("\n"), "text": text}
+
+
+FETCH = "def fetch(url):\n    return get(url)"
+RETRY = "def retry(call):\n    return call()"
+SLEEP = "def pause():\n    sleep(1)"
+
+
+def test_a_stored_chunk_the_file_still_holds_is_found_where_it_is_now():
+    old = [_chunk("fetch", 1, FETCH), _chunk("retry", 4, RETRY), _chunk("pause", 7, SLEEP)]
+    # Two lines inserted at the top, retry's body changed, pause kept as it was.
+    now = "import time\n\n" + FETCH + "\n\n" + RETRY.replace("call()", "call(2)") + "\n\n" \
+        + SLEEP + "\n"
+    assert unchanged_chunks(now, old) == {"fetch": (3, 4), "pause": (9, 10)}
+    # Whole lines only: a text found inside a longer line, or beside more on its own, is not
+    # the chunk.
+    assert unchanged_chunks("x = 10\n", [_chunk("x", 1, "x = 1")]) == {}
+    assert unchanged_chunks("max = 1\n", [_chunk("x", 1, "x = 1")]) == {}
+    assert unchanged_chunks("x = 1", [_chunk("x", 1, "x = 1")]) == {"x": (1, 1)}  # at the end
+    # A text found twice is put where it was nearest.
+    twice = "\n".join([FETCH, "", "# copy", FETCH, ""])
+    assert unchanged_chunks(twice, [_chunk("copy", 4, FETCH)]) == {"copy": (5, 6)}
+    assert unchanged_chunks(twice, [_chunk("first", 1, FETCH)]) == {"first": (1, 2)}
+
+
+def test_a_saved_file_drafts_only_the_lines_its_stored_chunks_no_longer_cover():
+    old = [_chunk("fetch", 1, FETCH), _chunk("retry", 4, RETRY)]
+    now = "import time\n\n" + FETCH + "\n\n" + RETRY.replace("call()", "call(2)") + "\n"
+    draft = DraftIndex()
+    assert draft.add("a.py", now, "python", saved=True, stored=old)
+    windows = draft.search(["import", "time", "retri", "fetch"], (), 10)
+    assert sorted((w["start_line"], w["end_line"]) for w in windows) == [(1, 2), (5, 7)]
+    assert "fetch" not in " ".join(w["text"] for w in windows)  # stored: not drafted again
+    moved = draft.moved_row({**old[0], "kind": "function"})
+    assert (moved["id"], moved["start_line"], moved["end_line"]) == ("fetch", 3, 4)
+    assert moved["kind"] == "function"  # the rest of the row as it was
+    assert draft.moved_row(old[1]) is None  # changed: its drafted window stands for it
+    other = {**old[0], "path": "b.py"}
+    assert draft.moved_row(other) is other  # a file not drafted
+    # Saved again without the stored chunks (say, the index could not be read): its words
+    # alone, every line drafted.
+    draft.add("a.py", now, "python", saved=True)
+    assert draft.moved_row(old[0]) is None
+    assert [(w["start_line"], w["end_line"]) for w in draft.search(["fetch"], (), 10)] == [(1, 7)]
+    draft.add("a.py", now, "python", saved=True, stored=old)
+    draft.discard(["a.py"])
+    assert draft.moved_row(old[0]) is old[0]
+    # A deleted file keeps nothing, whatever was stored.
+    draft.add("a.py", "", "", saved=True, gone=True, stored=old)
+    assert draft.moved_row(old[0]) is None
+
+
 # ---- through a workspace, real model and real LanceDB --------------------------------------
 
 
@@ -229,6 +283,7 @@ def test_changed_files_answer_by_their_new_words_before_the_model_has_read_them(
     try:
         during_new = _lexical(ws, "StatementMatcher settle_overdraft")
         during_old = _lexical(ws, "LedgerReconciler")
+        during_kept = _lexical(ws, "monthly bank statement")
         drafted = ws.status().drafted_files
         held = len(ws._draft)  # noqa: SLF001
     finally:
@@ -236,6 +291,8 @@ def test_changed_files_answer_by_their_new_words_before_the_model_has_read_them(
         runner.join(300)
     assert during_new[:1] == [("zz/ledger.py", "")]  # a drafted window
     assert ("zz/ledger.py", "LedgerReconciler") not in during_old  # its old chunk is shadowed
+    # The docstring it still has is its stored chunk, found where it is.
+    assert during_kept[:1] == [("zz/ledger.py", "ledger")], during_kept
     assert held == DRAFT_MIN_FILES + 6 and drafted == 0  # changed files are no new files
     assert _lexical(ws, "StatementMatcher")[0] == ("zz/ledger.py", "StatementMatcher")
     assert len(ws._draft) == 0  # noqa: SLF001

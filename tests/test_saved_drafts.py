@@ -81,6 +81,39 @@ def test_a_saved_file_answers_by_its_new_words_until_its_update_lands(workspace:
     assert "RecencyCache" in _symbols(workspace, "RecencyCache")
 
 
+def test_what_a_saved_file_still_holds_keeps_its_meaning_until_its_update_lands(
+        workspace: Workspace):
+    """Its stored chunks whose text is unchanged stay found, with their vectors, at the lines
+    that text is at now; only the rest of the file is drafted."""
+    query = "cache that evicts the least recently used entry"
+    before = workspace.search(query).results[0]
+    assert (before.path, before.kind, before.symbol) == (LRU, "class", "LRUCache")
+    path = workspace.root / LRU
+    path.write_text(path.read_text().replace(
+        "class LRUCache", "# Caches for the HTTP client.\n# (see src/http)\nclass LRUCache")
+        + "\n\ndef rebalance_ledger_quota(ledger):\n    return ledger\n")
+    assert workspace.draft_saved([LRU]) == [LRU]
+    lines = path.read_text().split("\n")
+    for mode in ("hybrid", "lexical"):
+        found = workspace.search(query if mode == "hybrid" else "LRUCache", mode=mode).results
+        assert (found[0].path, found[0].kind, found[0].symbol) == (LRU, "class", "LRUCache")
+        assert (found[0].start_line, found[0].end_line) == (before.start_line + 2,
+                                                            before.end_line + 2), mode
+        assert lines[found[0].start_line - 1] == "class LRUCache:"
+    # As well found as before the save (its own vector, not the words of a window; the new
+    # comment about caches is one more place that answers).
+    assert workspace.search(query).results[0].score >= before.score - 1e-4
+    # The new lines are drafted, and nothing else of the file.
+    (window,) = [hit for hit in workspace.search("rebalance_ledger_quota",
+                                                  mode="lexical").results if hit.path == LRU]
+    assert window.kind == "text" and window.start_line > before.end_line + 2
+    assert "LRUCache" not in window.snippet and "rebalance_ledger_quota" in window.snippet
+    workspace.update([LRU])
+    assert _held(workspace) == 0
+    after = workspace.search(query).results[0]  # (its chunk now takes in the comment above)
+    assert after.symbol == "LRUCache" and after.start_line <= before.start_line + 2
+
+
 def test_a_deleted_file_is_found_no_more_before_its_update(workspace: Workspace):
     assert PASSWORDS in _paths(workspace, "hash_password", mode="lexical")
     (workspace.root / PASSWORDS).unlink()
@@ -444,7 +477,8 @@ def test_a_retriever_asks_again_only_while_deleted_files_took_many_places():
     def visible_rows(limit, gone=deleted, saved=lambda _path: False):
         asked.clear()
         return pipeline._visible_rows(  # noqa: SLF001
-            fetch, limit, lambda path: gone(path) or saved(path), gone)
+            fetch, limit, lambda row: None if gone(row["path"]) or saved(row["path"]) else row,
+            gone)
 
     rows = visible_rows(8)
     assert [row["id"] for row in rows] == ["0", "3", "6", "9", "12", "15"]  # three quarters
@@ -458,5 +492,6 @@ def test_a_retriever_asks_again_only_while_deleted_files_took_many_places():
     assert visible_rows(8, gone=lambda _path: True) == []
     assert max(asked) == 8 * pipeline.HIDDEN_REFETCH_MAX  # bounded
     asked.clear()
-    few = pipeline._visible_rows(lambda n: fetch(n)[:7], 8, deleted, deleted)  # noqa: SLF001
+    few = pipeline._visible_rows(  # noqa: SLF001
+        lambda n: fetch(n)[:7], 8, lambda row: None if deleted(row["path"]) else row, deleted)
     assert [row["id"] for row in few] == ["0", "3", "6"] and asked == [8]  # all there is

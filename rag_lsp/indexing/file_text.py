@@ -46,15 +46,22 @@ def text_to_index(content: FileContent, settings: Settings) -> str:
 
 
 def draft_saved(draft: DraftIndex, rules: WorkspaceFilter, paths: Iterable[str],
-                pause: Callable[[], None] = lambda: None) -> list[str]:
+                pause: Callable[[], None] = lambda: None,
+                stored_chunks: Callable[[list[str]], dict[str, list[dict]]] | None = None,
+                ) -> list[str]:
     """Put these changed paths (workspace-relative or absolute) in ``draft`` as they are now,
     ahead of their update: a file by its words, one that will not be indexed (excluded, too
     large, binary) as nothing, a deleted file or folder as nothing (under it). ``pause()``
-    comes before each file read or drafted (searches first). Of a burst of more than
-    DRAFT_SAVED_MAX_FILES, only the deleted files and folders. The paths drafted
-    (workspace-relative)."""
+    comes before each file read or drafted (searches first). ``stored_chunks(paths)``: their
+    chunks in the index, by path (the draft keeps those a file still holds: see
+    ``DraftIndex.add``), asked once. Of a burst of more than DRAFT_SAVED_MAX_FILES, only the
+    deleted files and folders. The paths drafted (workspace-relative)."""
     rels = sorted({r for r in map(rules.relative, paths) if r})
     reading = len(rels) <= DRAFT_SAVED_MAX_FILES
+    stored: dict[str, list[dict]] = {}
+    if reading and rels and stored_chunks is not None:
+        pause()
+        stored = stored_chunks(rels)
     drafted = []
     for rel in rels:
         if not reading and (rules.root / rel).exists():
@@ -66,6 +73,7 @@ def draft_saved(draft: DraftIndex, rules: WorkspaceFilter, paths: Iterable[str],
         content, language = (read_for_index(verdict, rules.settings)
                              if isinstance(verdict, ScannedFile) else (verdict, ""))
         text = text_to_index(content, rules.settings) if isinstance(content, FileContent) else ""
-        if draft.add(rel, text, language, saved=True, gone=verdict == "missing"):
+        if draft.add(rel, text, language, saved=True, gone=verdict == "missing",
+                     stored=stored.get(rel, ())):
             drafted.append(rel)
     return drafted

@@ -35,7 +35,7 @@ from rag_lsp.indexing.scan import (
     scan_folder,
     scan_workspace,
 )
-from rag_lsp.store.draft import DraftIndex
+from rag_lsp.store.draft import STORED_COLUMNS, DraftIndex
 from rag_lsp.store.lance_store import ChunkStore, FileRecord
 from rag_lsp.terms import text_terms
 
@@ -54,6 +54,9 @@ OPTIMIZE_EVERY_BATCHES = 4
 # New or changed files a pass must have before it drafts them (see rag_lsp.store.draft): a
 # few files are embedded within seconds anyway.
 DRAFT_MIN_FILES = 20
+# Changed files whose stored chunks a draft ahead reads at once (what a drafted file still
+# holds stays searchable with its vectors: see DraftIndex.add).
+STORED_LOOKUP_FILES = 100
 
 # Share of a changed file's progress weight credited once it is read and chunked; the rest
 # follows its chunks through the model. Chunking took about a tenth of a first index of
@@ -297,8 +300,13 @@ class Indexer:
                 f"{len(files):,} new and changed files")
         notify(IndexProgress("draft", files_total=len(files),
                              message=f"making {what} searchable by their words"))
-        for scanned in files:
+        stored: dict[str, list[dict]] = {}
+        for at, scanned in enumerate(files):
             self._pause()
+            if at % STORED_LOOKUP_FILES == 0:  # what the changed files of the next few hold
+                stored = self.store.chunks_of(
+                    [f.path for f in files[at:at + STORED_LOOKUP_FILES] if f.path in known],
+                    STORED_COLUMNS)
             content, language = read_for_index(scanned, self.settings)
             if not isinstance(content, FileContent):
                 continue  # the run skips it too, and says why
@@ -309,7 +317,8 @@ class Indexer:
                 continue  # saved meanwhile: its own draft is as new as this one, or newer
             # (A changed file counts as saved: ``drafted_files`` counts new files only.)
             if not self._draft.add(scanned.path, text_to_index(content, self.settings), language,
-                                   saved=scanned.path in known):
+                                   saved=scanned.path in known,
+                                   stored=stored.get(scanned.path, ())):
                 log.info("draft index full: later files are searchable once embedded")
                 return
             drafted.append(scanned.path)

@@ -104,21 +104,25 @@ def _retrieve(index: SearchIndex, q: QueryAnalysis, mode: str, limit: int, where
               filters: SearchFilters) -> tuple[list[Candidate], np.ndarray | None]:
     store = index.store
     lexical = mode != "vector"
-    # A drafted file's stored chunks (if any) are of its text before a save: what words find
-    # is its drafted windows. A vector search has only the stored chunks' meaning to go by,
-    # except for a file deleted, or under a folder deleted (every search).
-    reads_draft = lexical and index.draft is not None and not filters.kinds
-    shadowed = index.draft.paths() if reads_draft else frozenset()
-    gone = index.draft.gone_paths() if index.draft else frozenset()
+    # A drafted file's stored chunks (if any) are of its text before a save: those it still
+    # holds are shown where they are now, the rest of it is its drafted windows. A vector
+    # search has only the stored chunks' meaning to go by, except for a file deleted, or under
+    # a folder deleted (every search).
+    draft = index.draft
+    reads_draft = lexical and draft is not None and not filters.kinds
+    shadowed = draft.paths() if reads_draft and draft is not None else frozenset()
+    gone = draft.gone_paths() if draft else frozenset()
 
     def lost(path: str) -> bool:
         return bool(gone) and is_gone(path, gone)
 
-    def hidden(path: str) -> bool:
-        return path in shadowed or lost(path)
+    def shown(row: dict) -> dict | None:
+        if lost(row["path"]):
+            return None
+        return draft.moved_row(row) if draft is not None and row["path"] in shadowed else row
 
-    drafted = (index.draft.search(q.terms, q.identifiers, limit, draft_filter(filters))
-               if shadowed else [])
+    drafted = (draft.search(q.terms, q.identifiers, limit, draft_filter(filters))
+               if draft is not None and shadowed else [])
     if where == "(false)":  # no indexed file passes the filters; drafted ones may
         return _with_query_terms([Candidate(row) for row in drafted], q), None
     # Full-text and definition lookups run beside embedding + vector search (both release
@@ -132,17 +136,17 @@ def _retrieve(index: SearchIndex, q: QueryAnalysis, mode: str, limit: int, where
         return store.text_search(" ".join(q.identifiers), n, where, column="defines",
                                  with_vectors=with_vectors)
 
-    text_rows = (_FULL_TEXT.submit(_visible_rows, full_text, limit, hidden, lost)
+    text_rows = (_FULL_TEXT.submit(_visible_rows, full_text, limit, shown, lost)
                  if lexical else None)
     definition_rows = (_FULL_TEXT.submit(_visible_rows, definitions, DEFINITION_CANDIDATES,
-                                         hidden, lost)
+                                         shown, lost)
                        if lexical and q.identifiers and DEFINITION_CANDIDATES else None)
     query_vector = (index.embed_query(q.text)
                     if mode != "lexical" and index.embed_query is not None else None)
     found: dict[str, Candidate] = {}
     if query_vector is not None:
         for row in _visible_rows(lambda n: store.vector_search(query_vector, n, where), limit,
-                                 hidden, lost):
+                                 shown, lost):
             found[row["id"]] = Candidate(row, row["cosine"])
     for future in (text_rows, definition_rows):
         for row in future.result() if future is not None else ():
@@ -158,20 +162,22 @@ def _retrieve(index: SearchIndex, q: QueryAnalysis, mode: str, limit: int, where
 
 
 def _visible_rows(fetch: Callable[[int], list[dict]], limit: int,
-                  hidden: Callable[[str], bool], lost: Callable[[str], bool]) -> list[dict]:
-    """Up to ``limit`` rows of ``fetch(n)`` (a retriever's best ``n``), best first, whose
-    files are not ``hidden``. The index holds a deleted or saved file's old chunks until its
-    update lands, and they are set aside only once found. A saved file's drafted windows take
-    its chunks' places; a deleted file's places are ``lost``, and a deleted folder could take
-    every one (a search for what it held found nothing else). So while lost places leave
-    fewer than three quarters of ``limit``, ask again for more (as many more as were lost,
-    twice over), up to ``HIDDEN_REFETCH_MAX`` times ``limit``, or until the retriever has no
-    more. A few places lost cost little: the candidates run deep (70 for 10 results)."""
+                  shown: Callable[[dict], dict | None],
+                  lost: Callable[[str], bool]) -> list[dict]:
+    """Up to ``limit`` rows of ``fetch(n)`` (a retriever's best ``n``), best first, as
+    ``shown`` shows them (``None``: set aside). The index holds a deleted or saved file's old
+    chunks until its update lands, and they are set aside only once found. A saved file's
+    drafted windows take the places of its chunks that changed; a deleted file's places are
+    ``lost``, and a deleted folder could take every one (a search for what it held found
+    nothing else). So while lost places leave fewer than three quarters of ``limit``, ask
+    again for more (as many more as were lost, twice over), up to ``HIDDEN_REFETCH_MAX`` times
+    ``limit``, or until the retriever has no more. A few places lost cost little: the
+    candidates run deep (70 for 10 results)."""
     asked = limit
     enough = limit - limit // 4
     while True:
         rows = fetch(asked)
-        visible = [row for row in rows if not hidden(row["path"])]
+        visible = [shown_row for shown_row in map(shown, rows) if shown_row is not None]
         places_lost = sum(1 for row in rows if lost(row["path"]))
         # Fewer rows than asked: the retriever has no more (or rows went between their finding
         # and the read of their columns, which the store leaves out): stop there.

@@ -11,7 +11,14 @@ chunk that matches as well).
 A saved file is drafted too, as soon as its event arrives: its update may wait behind a
 compaction of the folder's one writer (27-38 s at 100k chunks when the ANN index is trained
 again). While drafted, a file's stored chunks are of its old text, and a search that reads the
-draft takes the drafted windows instead (a deleted file is drafted empty: nothing of it).
+draft takes the drafted windows instead (a deleted file is drafted empty: nothing of it). A
+changed file (saved, or found by a run) is drafted with its stored chunks (``add``'s
+``stored``): those whose text it still holds, whole lines, stay searchable with their vectors,
+moved to the lines they are at now (``moved_row``), and only the lines none of them covers are
+drafted as windows. Without
+that, a saved file answered by its words alone until its update landed: with each question's
+files saved and drafted, five benchmark repositories scored NDCG@10 0.566 against 0.910 with
+nothing saved; 0.909 with the stored chunks kept (bench/README.md, "saved_rankings.py").
 
 An entry goes when the index has caught up with it: its file's real chunks written, or the
 update or run that read the file after it was drafted ended (``mark`` and ``drafted_before``:
@@ -25,6 +32,7 @@ from __future__ import annotations
 
 import math
 import threading
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -42,6 +50,11 @@ PRUNE_MAX_WINDOWS = 1000
 # What a drafted window is, for filters and for result kinds (the chunker's plain windows).
 DRAFT_KIND = "text"
 _ID_PREFIX = "draft:"
+# What ``DraftIndex.add`` reads of a file's stored chunks.
+STORED_COLUMNS = ["id", "path", "start_line", "end_line", "text"]
+# Places a stored chunk's text is looked for in its file's new text, at most (the nearest to
+# where it was wins): a short text repeated all over a file is not worth more.
+MAX_OCCURRENCES = 16
 
 
 def is_drafted(row: dict) -> bool:
@@ -79,6 +92,64 @@ def is_gone(path: str, gone: frozenset[str]) -> bool:
     return False
 
 
+def unchanged_chunks(text: str, stored: Iterable[dict]) -> dict[str, tuple[int, int]]:
+    """Of a file's stored chunks (rows with ``id``, ``start_line``, ``end_line`` and
+    ``text``), those whose text ``text`` (the file now) still holds as whole lines: their
+    first and last line now, by id. A text found in several places is put at the one nearest
+    its old first line. A piece of a line too long for the model is not whole lines: its line
+    is drafted."""
+    line_starts = [0]
+    at = text.find("\n")
+    while at != -1:
+        line_starts.append(at + 1)
+        at = text.find("\n", at + 1)
+    starts = frozenset(line_starts)
+    moved: dict[str, tuple[int, int]] = {}
+    for row in stored:
+        body = row.get("text") or ""
+        if not body.strip():
+            continue
+        best: tuple[int, int] | None = None
+        at, tries = text.find(body), 0
+        while at != -1 and tries < MAX_OCCURRENCES:
+            tries += 1
+            end = at + len(body)
+            if at in starts and (end == len(text) or text[end] == "\n" or body[-1] == "\n"):
+                # lines are 1-based: line_starts[line - 1] <= offset
+                lines = (bisect_right(line_starts, at), bisect_right(line_starts, end - 1))
+                if best is None or (abs(lines[0] - row["start_line"])
+                                    < abs(best[0] - row["start_line"])):
+                    best = lines
+            at = text.find(body, at + 1)
+        if best is not None:
+            moved[row["id"]] = best
+    return moved
+
+
+def _window_spans(line_count: int, covered: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The drafted windows of a file of ``line_count`` lines, as 0-based ``(start, stop)``
+    line slices: runs of the lines no ``covered`` (1-based, inclusive) span holds, cut every
+    :data:`WINDOW_LINES` lines from each run's start. Nothing covered: every
+    :data:`WINDOW_LINES` lines from the top."""
+    free = bytearray(b"\x01") * line_count
+    for first, last in covered:
+        low, high = max(first - 1, 0), min(last, line_count)
+        if low < high:
+            free[low:high] = bytes(high - low)
+    spans = []
+    line = 0
+    while line < line_count:
+        if not free[line]:
+            line += 1
+            continue
+        stop = line
+        while stop < line_count and free[stop] and stop - line < WINDOW_LINES:
+            stop += 1
+        spans.append((line, stop))
+        line = stop
+    return spans
+
+
 class DraftIndex:
     """Files by their words until their real chunks are written. Thread-safe: the indexer
     adds and discards while searches read."""
@@ -104,6 +175,8 @@ class DraftIndex:
         self._clock = 0
         self._saved: set[str] = set()
         self._gone: set[str] = set()  # saved paths that no longer exist (files or folders)
+        # Stored chunks whose text a drafted file still holds: id -> lines now, by path.
+        self._moved: dict[str, dict[str, tuple[int, int]]] = {}
 
     def __len__(self) -> int:
         """Files held."""
@@ -137,24 +210,28 @@ class DraftIndex:
             return self._clock
 
     def add(self, path: str, text: str, language: str, *, saved: bool = False,
-            gone: bool = False) -> bool:
+            gone: bool = False, stored: Iterable[dict] = ()) -> bool:
         """Hold ``path``'s text (already redacted as indexing would) in place of what it held;
         ``""`` for a file that will not be indexed; ``saved``: a changed file ahead of its
         update, not a new file of a run; ``gone``: the path no longer exists (a file or a
-        folder). False when full (and ``path`` is no longer held)."""
+        folder); ``stored``: the file's chunks in the index (rows with ``id``, ``start_line``,
+        ``end_line`` and ``text``), of which those it still holds stay searchable
+        (:meth:`moved_row`) and only the rest of its lines is drafted. False when full (and
+        ``path`` is no longer held)."""
         if self._bytes - self._size.get(path, 0) + len(text) > self._max_bytes:
             self.discard([path])  # what it held is older than the file
             return False
+        moved = unchanged_chunks(text, stored) if text and not gone else {}
         lines = text.split("\n")  # as editors and the chunkers count lines (not at \f, \r)
         if lines and not lines[-1]:
             lines.pop()  # the final newline ends the last line, it does not start one
         windows = []
-        for start in range(0, len(lines), WINDOW_LINES):
-            body = "\n".join(lines[start:start + WINDOW_LINES])
+        for start, stop in _window_spans(len(lines), moved.values()):
+            body = "\n".join(lines[start:stop])
             if body.strip():
                 terms = text_terms(body) | path_terms(path)
                 windows.append((terms, _Window(
-                    path, language, start + 1, min(start + WINDOW_LINES, len(lines)), body,
+                    path, language, start + 1, stop, body,
                     " ".join(terms), " ".join(defined_names(body, language)))))
         with self._lock:
             self._discard(path)
@@ -173,8 +250,23 @@ class DraftIndex:
                 self._saved.add(path)
             if gone:
                 self._gone.add(path)
+            if moved:
+                self._moved[path] = moved
             self._prune_postings()
         return True
+
+    def moved_row(self, row: dict) -> dict | None:
+        """A stored chunk's row (``id``, ``path``, lines) as a search of a drafted file shows
+        it: at the lines its text is at now, if the file still holds it (see :meth:`add`),
+        else ``None`` (its file's drafted windows hold what it became). A file not drafted:
+        the row as it is."""
+        with self._lock:
+            if row["path"] not in self._by_path:
+                return row
+            lines = self._moved.get(row["path"], {}).get(row["id"])
+        if lines is None:
+            return None
+        return {**row, "start_line": lines[0], "end_line": lines[1]}
 
     def discard(self, paths: Iterable[str] | None = None, *,
                 drafted_before: int | None = None) -> None:
@@ -191,6 +283,7 @@ class DraftIndex:
         self._drafted_at.pop(path, None)
         self._saved.discard(path)
         self._gone.discard(path)
+        self._moved.pop(path, None)
         for window_id in self._by_path.pop(path, ()):
             del self._windows[window_id]
             self._dropped += 1

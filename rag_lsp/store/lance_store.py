@@ -710,6 +710,15 @@ class ChunkStore:
     def chunk_rows(self, where: str, columns: list[str]) -> list[dict]:
         return self._reading().search().where(where).select(columns).limit(None).to_list()
 
+    @_reports_damage
+    def chunks_of(self, paths: Sequence[str], columns: list[str]) -> dict[str, list[dict]]:
+        """The chunks of these files (``columns``, ``path`` among them), by path."""
+        by_path: dict[str, list[dict]] = {}
+        for batch in _batches(sorted(set(paths))):
+            for row in self.chunk_rows(in_list("path", batch), columns):
+                by_path.setdefault(row["path"], []).append(row)
+        return by_path
+
     # ---- writes ------------------------------------------------------------------------
 
     @_reports_damage
