@@ -58,18 +58,18 @@ def main() -> None:
     counting = threading.Lock()  # the full-text retrievers run on the search's own threads
     real_visible = pipeline._visible_rows  # noqa: SLF001
 
-    def counted(fetch, limit, hidden, lost):
+    def counted(fetch, limit, shown, lost):
         asked = []
 
         def fetched(n):
             rows = fetch(n)
             if not asked:  # what the first query alone left (all a search had before)
                 with counting:
-                    calls["kept_at_first"] += sum(not hidden(row["path"]) for row in rows)
+                    calls["kept_at_first"] += sum(shown(row) is not None for row in rows)
             asked.append(n)
             return rows
 
-        rows = real_visible(fetched, limit, hidden, lost)
+        rows = real_visible(fetched, limit, shown, lost)
         with counting:
             calls["retrievers"] += 1
             calls["asked_again"] += len(asked) > 1

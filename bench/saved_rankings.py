@@ -46,7 +46,6 @@ from codebench.engine import (  # noqa: E402
 )
 from codebench.scoring import existing_targets, macro, path_matches, score_query, summarise  # noqa: E402
 
-from rag_lsp.store.draft import unchanged_chunks  # noqa: E402
 from rag_lsp.workspace import Workspace  # noqa: E402
 
 PASSES = ("nothing saved", "saved, words alone", "saved, unchanged chunks kept")
@@ -70,11 +69,10 @@ def with_blank_line(text: str) -> str:
 
 
 def kept_share(ws: Workspace, paths: list[str]) -> tuple[int, int]:
-    """Of these saved files' stored chunks, how many their draft keeps, and how many there
-    are (what ``DraftIndex.add`` finds of them in the files now)."""
-    stored = ws._stored_chunks(paths)  # noqa: SLF001 (what the draft was given)
-    kept = sum(len(unchanged_chunks((ws.root / path).read_text("utf-8", "surrogateescape"), rows))
-               for path, rows in stored.items())
+    """Of these saved files' stored chunks, how many their drafts keep, and how many there
+    are."""
+    stored = ws._stored_chunks(paths)  # noqa: SLF001 (what the drafts were given)
+    kept = sum(ws._draft.kept_chunks(path) for path in paths)  # noqa: SLF001
     return kept, sum(len(rows) for rows in stored.values())
 
 

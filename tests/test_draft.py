@@ -12,6 +12,7 @@ import pytest
 from rag_lsp.config import Settings
 from rag_lsp.indexing.indexer import DRAFT_MIN_FILES
 from rag_lsp.search.results import SearchFilters
+from rag_lsp.store.chunk_ids import ChunkIds, content_key
 from rag_lsp.store.draft import DraftIndex, is_gone, unchanged_chunks
 from rag_lsp.workspace import Workspace
 
@@ -146,9 +147,18 @@ def test_the_term_lists_do_not_keep_what_comes_and_goes():
     assert draft._postings == {}  # noqa: SLF001
 
 
-def _chunk(chunk_id: str, start: int, text: str) -> dict:
-    return {"id": chunk_id, "path": "a.py", "start_line": start,
-            "end_line": start + text.count("\n"), "text": text}
+def _chunk(name: str, start: int, text: str, *, kind: str = "function",
+           symbol: str = "") -> dict:
+    """A stored chunk's row, its id as the indexer makes it (``name`` stands for its hash)."""
+    return {"id": ChunkIds("a.py").next(start, name), "path": "a.py", "start_line": start,
+            "end_line": start + text.count("\n"), "kind": kind, "symbol": symbol, "text": text}
+
+
+def _kept(text: str, stored: list[dict]) -> dict[str, tuple[int, int]]:
+    """:func:`unchanged_chunks` of ``text``, by the name each chunk was made with."""
+    names = {row["id"]: content_key(row["id"]) for row in stored}
+    return {names[chunk_id]: place
+            for chunk_id, place in unchanged_chunks(text.split("\n"), stored).items()}
 
 
 FETCH = "def fetch(url):\n    return get(url)"
@@ -161,43 +171,76 @@ def test_a_stored_chunk_the_file_still_holds_is_found_where_it_is_now():
     # Two lines inserted at the top, retry's body changed, pause kept as it was.
     now = "import time\n\n" + FETCH + "\n\n" + RETRY.replace("call()", "call(2)") + "\n\n" \
         + SLEEP + "\n"
-    assert unchanged_chunks(now, old) == {"fetch": (3, 4), "pause": (9, 10)}
+    assert _kept(now, old) == {"fetch": (3, 4), "pause": (9, 10)}
     # Whole lines only: a text found inside a longer line, or beside more on its own, is not
-    # the chunk.
-    assert unchanged_chunks("x = 10\n", [_chunk("x", 1, "x = 1")]) == {}
-    assert unchanged_chunks("max = 1\n", [_chunk("x", 1, "x = 1")]) == {}
-    assert unchanged_chunks("x = 1", [_chunk("x", 1, "x = 1")]) == {"x": (1, 1)}  # at the end
+    # the chunk (nor is a piece of one long line).
+    assert _kept("x = 10\n", [_chunk("x", 1, "x = 1")]) == {}
+    assert _kept("max = 1\n", [_chunk("x", 1, "x = 1")]) == {}
+    assert _kept("x = 1", [_chunk("x", 1, "x = 1")]) == {"x": (1, 1)}  # the last line
+    # Line ends as they are: a file whose lines end in \r\n keeps the \r in its chunks' text
+    # (as the chunkers cut it: every line's).
+    crlf = [_chunk("fetch", 1, FETCH.replace("\n", "\r\n") + "\r")]
+    assert _kept("# top\r\n" + FETCH.replace("\n", "\r\n") + "\r\n", crlf) == {"fetch": (2, 3)}
+    assert _kept("# top\n" + FETCH + "\n", crlf) == {}  # converted to \n: every line changed
     # A text found twice is put where it was nearest.
     twice = "\n".join([FETCH, "", "# copy", FETCH, ""])
-    assert unchanged_chunks(twice, [_chunk("copy", 4, FETCH)]) == {"copy": (5, 6)}
-    assert unchanged_chunks(twice, [_chunk("first", 1, FETCH)]) == {"first": (1, 2)}
+    assert _kept(twice, [_chunk("copy", 4, FETCH)]) == {"copy": (5, 6)}
+    assert _kept(twice, [_chunk("first", 1, FETCH)]) == {"first": (1, 2)}
+
+
+def test_the_pieces_of_a_definition_are_kept_only_while_its_signature_is_there():
+    """Each piece was embedded with the definition's signature, which the first holds:
+    renamed, none is kept; another piece changed, or the first below its signature, the rest
+    are."""
+    head, middle, tail = "def load(path):\n    a = 1", "    b = 2", "    return a + b"
+    pieces = [_chunk("head", 1, head, symbol="load"), _chunk("middle", 3, middle, symbol="load"),
+              _chunk("tail", 4, tail, symbol="load"), _chunk("other", 6, FETCH, symbol="fetch")]
+    text = "\n".join([head, middle, tail, "", FETCH])
+    assert _kept(text, pieces) == {"head": (1, 2), "middle": (3, 3), "tail": (4, 4),
+                                   "other": (6, 7)}
+    assert _kept(text.replace("def load(", "def read("), pieces) == {"other": (6, 7)}
+    assert _kept(text.replace("b = 2", "b = 3"), pieces) == {"head": (1, 2), "tail": (4, 4),
+                                                             "other": (6, 7)}
+    assert _kept(text.replace("a = 1", "a = 0"), pieces) == {"middle": (3, 3), "tail": (4, 4),
+                                                             "other": (6, 7)}
 
 
 def test_a_saved_file_drafts_only_the_lines_its_stored_chunks_no_longer_cover():
     old = [_chunk("fetch", 1, FETCH), _chunk("retry", 4, RETRY)]
-    now = "import time\n\n" + FETCH + "\n\n" + RETRY.replace("call()", "call(2)") + "\n"
+    long_run = "".join(f"step_{n} = {n}\n" for n in range(50))  # more than one window
+    now = "import time\n\n" + FETCH + "\n\n" + RETRY.replace("call()", "call(2)") + "\n" \
+        + long_run
     draft = DraftIndex()
     assert draft.add("a.py", now, "python", saved=True, stored=old)
-    windows = draft.search(["import", "time", "retri", "fetch"], (), 10)
-    assert sorted((w["start_line"], w["end_line"]) for w in windows) == [(1, 2), (5, 7)]
+    windows = draft.search(["import", "time", "retri", "step"], (), 10)
+    assert sorted((w["start_line"], w["end_line"]) for w in windows) == [(1, 2), (5, 44),
+                                                                         (45, 57)]
     assert "fetch" not in " ".join(w["text"] for w in windows)  # stored: not drafted again
-    moved = draft.moved_row({**old[0], "kind": "function"})
-    assert (moved["id"], moved["start_line"], moved["end_line"]) == ("fetch", 3, 4)
+    assert draft.kept_chunks("a.py") == 1
+    view = draft.view()
+    moved = view.moved_row(old[0])
+    assert (moved["id"], moved["start_line"], moved["end_line"]) == (old[0]["id"], 3, 4)
     assert moved["kind"] == "function"  # the rest of the row as it was
-    assert draft.moved_row(old[1]) is None  # changed: its drafted window stands for it
+    assert view.moved_row(old[1]) is None  # changed: its drafted windows stand for it
     other = {**old[0], "path": "b.py"}
-    assert draft.moved_row(other) is other  # a file not drafted
+    assert view.moved_row(other) is other  # a file not drafted
+    # The chunk as an update of an earlier save wrote it since (a save during that update):
+    # the same content at a line of its own, so an id of its own.
+    written = _chunk("fetch", 2, FETCH)
+    assert written["id"] != old[0]["id"]
+    assert (view.moved_row(written)["start_line"], view.moved_row(written)["end_line"]) == (3, 4)
     # Saved again without the stored chunks (say, the index could not be read): its words
     # alone, every line drafted.
     draft.add("a.py", now, "python", saved=True)
-    assert draft.moved_row(old[0]) is None
-    assert [(w["start_line"], w["end_line"]) for w in draft.search(["fetch"], (), 10)] == [(1, 7)]
+    assert draft.view().moved_row(old[0]) is None and draft.kept_chunks("a.py") == 0
+    assert [(w["start_line"], w["end_line"])
+            for w in draft.search(["fetch"], (), 10)] == [(1, 40)]
     draft.add("a.py", now, "python", saved=True, stored=old)
     draft.discard(["a.py"])
-    assert draft.moved_row(old[0]) is old[0]
+    assert draft.view().moved_row(old[0]) is old[0]
     # A deleted file keeps nothing, whatever was stored.
     draft.add("a.py", "", "", saved=True, gone=True, stored=old)
-    assert draft.moved_row(old[0]) is None
+    assert draft.view().moved_row(old[0]) is None
 
 
 # ---- through a workspace, real model and real LanceDB --------------------------------------

@@ -178,6 +178,35 @@ def test_a_file_saved_again_during_its_update_keeps_its_newer_draft(workspace: W
     assert found[0].path == LRU and found[0].symbol == "settle_vendor_dues"
 
 
+def test_a_file_saved_again_during_its_update_keeps_what_it_still_holds(workspace: Workspace,
+                                                                        monkeypatch):
+    """The second save is drafted with the chunks stored before the update; the update then
+    writes the file's unchanged class at its new line, with a new id. The draft still knows it,
+    by its content: it is found, where it is."""
+    path = workspace.root / LRU
+    original = path.read_text()
+    path.write_text("# Caches.\n" + original)  # the class one line down
+    workspace.draft_saved([LRU])
+    replace = ChunkStore.replace_files
+
+    def saved_again_meanwhile(store, *args, **kwargs):
+        path.write_text("# Caches.\n" + original
+                        + "\n\ndef rebalance_ledger_quota(ledger):\n    return ledger\n")
+        workspace.draft_saved([LRU])
+        return replace(store, *args, **kwargs)
+
+    monkeypatch.setattr(ChunkStore, "replace_files", saved_again_meanwhile)
+    workspace.update([LRU])
+    monkeypatch.undo()
+    assert _held(workspace) == 1
+    line = path.read_text().split("\n").index("class LRUCache:") + 1
+    for query, mode in (("LRUCache", "lexical"),
+                        ("cache that evicts the least recently used entry", "hybrid")):
+        found = workspace.search(query, mode=mode).results[0]
+        assert (found.path, found.symbol, found.start_line) == (LRU, "LRUCache", line), mode
+    assert _paths(workspace, "rebalance_ledger_quota", mode="lexical")[:1] == [LRU]
+
+
 def test_a_run_ends_the_drafts_from_before_it(workspace: Workspace):
     _save_renamed(workspace.root)
     (workspace.root / PASSWORDS).unlink()

@@ -35,6 +35,7 @@ from rag_lsp.indexing.scan import (
     scan_folder,
     scan_workspace,
 )
+from rag_lsp.store.chunk_ids import ChunkIds
 from rag_lsp.store.draft import STORED_COLUMNS, DraftIndex
 from rag_lsp.store.lance_store import ChunkStore, FileRecord
 from rag_lsp.terms import text_terms
@@ -103,25 +104,6 @@ class _Meter:
         self._notify(IndexProgress(
             "index", self.files_done, self.files_total, self._report.chunks_embedded,
             work_done=self.work_done, work_total=self.work_total))
-
-
-class _ChunkIds:
-    """Chunk ids of one file: path, first line and content hash, so an unchanged chunk keeps
-    its id (and its row) across re-indexing. Unique within the file, which the store's
-    replace-by-id needs: identical pieces of one long line get a suffix."""
-
-    def __init__(self, path: str):
-        self._path = path
-        self._seen: set[str] = set()
-
-    def next(self, start_line: int, content_hash: str) -> str:
-        base = f"{self._path}#L{start_line}-{content_hash[:12]}"
-        chunk_id, repeat = base, 1
-        while chunk_id in self._seen:
-            repeat += 1
-            chunk_id = f"{base}.{repeat}"
-        self._seen.add(chunk_id)
-        return chunk_id
 
 
 def _same_stat(known: dict[str, FileRecord], scanned: ScannedFile) -> bool:
@@ -411,7 +393,7 @@ class Indexer:
         rows: list[dict] = []
         position = 0
         for item in pending:
-            ids = _ChunkIds(item.record.path)
+            ids = ChunkIds(item.record.path)
             for chunk in item.chunks:
                 self._pause()  # a chunk's columns take ~0.5 ms of the interpreter
                 content_hash = hashes[position]

@@ -109,9 +109,9 @@ def _retrieve(index: SearchIndex, q: QueryAnalysis, mode: str, limit: int, where
     # search has only the stored chunks' meaning to go by, except for a file deleted, or under
     # a folder deleted (every search).
     draft = index.draft
-    reads_draft = lexical and draft is not None and not filters.kinds
-    shadowed = draft.paths() if reads_draft and draft is not None else frozenset()
-    gone = draft.gone_paths() if draft else frozenset()
+    view = draft.view() if draft else None  # (an empty draft is no draft)
+    shadow = view if view is not None and lexical and not filters.kinds else None
+    gone = view.gone if view is not None else frozenset()
 
     def lost(path: str) -> bool:
         return bool(gone) and is_gone(path, gone)
@@ -119,10 +119,10 @@ def _retrieve(index: SearchIndex, q: QueryAnalysis, mode: str, limit: int, where
     def shown(row: dict) -> dict | None:
         if lost(row["path"]):
             return None
-        return draft.moved_row(row) if draft is not None and row["path"] in shadowed else row
+        return shadow.moved_row(row) if shadow is not None else row
 
     drafted = (draft.search(q.terms, q.identifiers, limit, draft_filter(filters))
-               if draft is not None and shadowed else [])
+               if draft is not None and shadow is not None else [])
     if where == "(false)":  # no indexed file passes the filters; drafted ones may
         return _with_query_terms([Candidate(row) for row in drafted], q), None
     # Full-text and definition lookups run beside embedding + vector search (both release

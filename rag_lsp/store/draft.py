@@ -14,11 +14,11 @@ again). While drafted, a file's stored chunks are of its old text, and a search 
 draft takes the drafted windows instead (a deleted file is drafted empty: nothing of it). A
 changed file (saved, or found by a run) is drafted with its stored chunks (``add``'s
 ``stored``): those whose text it still holds, whole lines, stay searchable with their vectors,
-moved to the lines they are at now (``moved_row``), and only the lines none of them covers are
-drafted as windows. Without
-that, a saved file answered by its words alone until its update landed: with each question's
-files saved and drafted, five benchmark repositories scored NDCG@10 0.566 against 0.910 with
-nothing saved; 0.909 with the stored chunks kept (bench/README.md, "saved_rankings.py").
+moved to the lines they are at now (``DraftView.moved_row``), and only the lines none of them
+covers are drafted as windows. Without that, a saved file answered by its words alone until
+its update landed: with each question's files saved with one blank line more (no word changed)
+and drafted, five benchmark repositories scored NDCG@10 0.566 against 0.910 with nothing saved;
+0.909 with the stored chunks kept (bench/README.md, "saved_rankings.py").
 
 An entry goes when the index has caught up with it: its file's real chunks written, or the
 update or run that read the file after it was drafted ended (``mark`` and ``drafted_before``:
@@ -32,11 +32,11 @@ from __future__ import annotations
 
 import math
 import threading
-from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from rag_lsp.chunking.definitions import defined_names
+from rag_lsp.store.chunk_ids import content_key
 from rag_lsp.terms import path_terms, text_terms
 
 WINDOW_LINES = 40
@@ -51,10 +51,7 @@ PRUNE_MAX_WINDOWS = 1000
 DRAFT_KIND = "text"
 _ID_PREFIX = "draft:"
 # What ``DraftIndex.add`` reads of a file's stored chunks.
-STORED_COLUMNS = ["id", "path", "start_line", "end_line", "text"]
-# Places a stored chunk's text is looked for in its file's new text, at most (the nearest to
-# where it was wins): a short text repeated all over a file is not worth more.
-MAX_OCCURRENCES = 16
+STORED_COLUMNS = ["id", "path", "start_line", "end_line", "kind", "symbol", "text"]
 
 
 def is_drafted(row: dict) -> bool:
@@ -92,38 +89,39 @@ def is_gone(path: str, gone: frozenset[str]) -> bool:
     return False
 
 
-def unchanged_chunks(text: str, stored: Iterable[dict]) -> dict[str, tuple[int, int]]:
-    """Of a file's stored chunks (rows with ``id``, ``start_line``, ``end_line`` and
-    ``text``), those whose text ``text`` (the file now) still holds as whole lines: their
-    first and last line now, by id. A text found in several places is put at the one nearest
-    its old first line. A piece of a line too long for the model is not whole lines: its line
-    is drafted."""
-    line_starts = [0]
-    at = text.find("\n")
-    while at != -1:
-        line_starts.append(at + 1)
-        at = text.find("\n", at + 1)
-    starts = frozenset(line_starts)
-    moved: dict[str, tuple[int, int]] = {}
-    for row in stored:
-        body = row.get("text") or ""
-        if not body.strip():
+def unchanged_chunks(lines: Sequence[str], stored: Iterable[dict]) -> dict[str, tuple[int, int]]:
+    """Of a file's stored chunks (rows of :data:`STORED_COLUMNS`), those whose text the file's
+    ``lines`` (its text now, split at line feeds) still hold as whole lines, by id: their first
+    and last line now. A text found in several places is put at the one nearest its old first
+    line. A piece of a line too long for the model is not whole lines (its line is drafted),
+    and the pieces of a definition stored in pieces are kept only while the first line of its
+    first piece is still in the file: each was embedded with the definition's signature (its
+    context), and a renamed definition would be found by its old name."""
+    at_line: dict[str, list[int]] = {}
+    for number, line in enumerate(lines):
+        at_line.setdefault(line, []).append(number)
+    rows = list(stored)
+    kept: dict[str, tuple[int, int]] = {}
+    for row in rows:
+        body = (row.get("text") or "").split("\n")
+        if not "".join(body).strip():
             continue
-        best: tuple[int, int] | None = None
-        at, tries = text.find(body), 0
-        while at != -1 and tries < MAX_OCCURRENCES:
-            tries += 1
-            end = at + len(body)
-            if at in starts and (end == len(text) or text[end] == "\n" or body[-1] == "\n"):
-                # lines are 1-based: line_starts[line - 1] <= offset
-                lines = (bisect_right(line_starts, at), bisect_right(line_starts, end - 1))
-                if best is None or (abs(lines[0] - row["start_line"])
-                                    < abs(best[0] - row["start_line"])):
-                    best = lines
-            at = text.find(body, at + 1)
-        if best is not None:
-            moved[row["id"]] = best
-    return moved
+        old = row["start_line"] - 1
+        for first in sorted(at_line.get(body[0], ()), key=lambda n: abs(n - old)):
+            if lines[first:first + len(body)] == body:
+                kept[row["id"]] = (first + 1, first + len(body))
+                break
+    pieces: dict[tuple[str, str], list[dict]] = {}
+    for row in rows:
+        if row.get("symbol"):
+            pieces.setdefault((row.get("kind", ""), row["symbol"]), []).append(row)
+    for group in pieces.values():
+        first = min(group, key=lambda row: row["start_line"])
+        if (len(group) > 1 and first["id"] not in kept
+                and (first.get("text") or "").split("\n")[0] not in at_line):
+            for row in group:
+                kept.pop(row["id"], None)
+    return kept
 
 
 def _window_spans(line_count: int, covered: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -148,6 +146,33 @@ def _window_spans(line_count: int, covered: Iterable[tuple[int, int]]) -> list[t
         spans.append((line, stop))
         line = stop
     return spans
+
+
+@dataclass(frozen=True)
+class DraftView:
+    """What one search takes of the draft, all of one moment: the files held, those gone,
+    and where their kept stored chunks are now."""
+
+    paths: frozenset[str]
+    gone: frozenset[str]
+    # path -> content key of a kept stored chunk (see rag_lsp.store.chunk_ids) -> the lines
+    # (first, last) each chunk with that content is at now
+    moved: dict[str, dict[str, list[tuple[int, int]]]]
+
+    def moved_row(self, row: dict) -> dict | None:
+        """A stored chunk's row (``id``, ``path``, lines) as a search shows it: a file not
+        drafted, as it is; a drafted file's chunk whose text the file still holds, at the lines
+        that text is at now (of several, the nearest its row's); any other, ``None`` (the
+        file's drafted windows hold what it became). By content, not by id: the update of an
+        earlier save may have written the file's chunks since it was drafted (a save during
+        its update), at lines of their own, hence with ids of their own."""
+        if row["path"] not in self.paths:
+            return row
+        places = self.moved.get(row["path"], {}).get(content_key(row["id"]))
+        if not places:
+            return None
+        first, last = min(places, key=lambda place: abs(place[0] - row["start_line"]))
+        return {**row, "start_line": first, "end_line": last}
 
 
 class DraftIndex:
@@ -175,8 +200,8 @@ class DraftIndex:
         self._clock = 0
         self._saved: set[str] = set()
         self._gone: set[str] = set()  # saved paths that no longer exist (files or folders)
-        # Stored chunks whose text a drafted file still holds: id -> lines now, by path.
-        self._moved: dict[str, dict[str, tuple[int, int]]] = {}
+        # Stored chunks whose text a drafted file still holds, by path (see DraftView.moved).
+        self._moved: dict[str, dict[str, list[tuple[int, int]]]] = {}
 
     def __len__(self) -> int:
         """Files held."""
@@ -215,18 +240,22 @@ class DraftIndex:
         ``""`` for a file that will not be indexed; ``saved``: a changed file ahead of its
         update, not a new file of a run; ``gone``: the path no longer exists (a file or a
         folder); ``stored``: the file's chunks in the index (rows with ``id``, ``start_line``,
-        ``end_line`` and ``text``), of which those it still holds stay searchable
-        (:meth:`moved_row`) and only the rest of its lines is drafted. False when full (and
+        ``end_line``, ``kind``, ``symbol`` and ``text``), of which those it still holds stay
+        searchable (:meth:`DraftView.moved_row`) and only the rest of its lines is drafted.
+        False when full (and
         ``path`` is no longer held)."""
         if self._bytes - self._size.get(path, 0) + len(text) > self._max_bytes:
             self.discard([path])  # what it held is older than the file
             return False
-        moved = unchanged_chunks(text, stored) if text and not gone else {}
         lines = text.split("\n")  # as editors and the chunkers count lines (not at \f, \r)
         if lines and not lines[-1]:
             lines.pop()  # the final newline ends the last line, it does not start one
+        kept = unchanged_chunks(lines, stored) if lines and not gone else {}
+        moved: dict[str, list[tuple[int, int]]] = {}
+        for chunk_id, place in kept.items():
+            moved.setdefault(content_key(chunk_id), []).append(place)
         windows = []
-        for start, stop in _window_spans(len(lines), moved.values()):
+        for start, stop in _window_spans(len(lines), kept.values()):
             body = "\n".join(lines[start:stop])
             if body.strip():
                 terms = text_terms(body) | path_terms(path)
@@ -255,18 +284,15 @@ class DraftIndex:
             self._prune_postings()
         return True
 
-    def moved_row(self, row: dict) -> dict | None:
-        """A stored chunk's row (``id``, ``path``, lines) as a search of a drafted file shows
-        it: at the lines its text is at now, if the file still holds it (see :meth:`add`),
-        else ``None`` (its file's drafted windows hold what it became). A file not drafted:
-        the row as it is."""
+    def view(self) -> DraftView:
+        """What a search takes of the draft (see :class:`DraftView`)."""
         with self._lock:
-            if row["path"] not in self._by_path:
-                return row
-            lines = self._moved.get(row["path"], {}).get(row["id"])
-        if lines is None:
-            return None
-        return {**row, "start_line": lines[0], "end_line": lines[1]}
+            return DraftView(frozenset(self._by_path), frozenset(self._gone), dict(self._moved))
+
+    def kept_chunks(self, path: str) -> int:
+        """How many of ``path``'s stored chunks its draft keeps (see :meth:`add`)."""
+        with self._lock:
+            return sum(len(places) for places in self._moved.get(path, {}).values())
 
     def discard(self, paths: Iterable[str] | None = None, *,
                 drafted_before: int | None = None) -> None:
