@@ -31,7 +31,7 @@ from codebench.data import (  # noqa: E402
     source_tree,
 )
 from codebench.engine import (  # noqa: E402
-    add_common_options,
+    benchmark_parser,
     benchmark_workspace,
     indexed_paths,
     search_files,
@@ -55,12 +55,7 @@ PUBLISHED_COLUMNS = (("semble-hybrid", "Semble"), ("coderankembed-hybrid", "CRE 
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        epilog="\n\n".join(__doc__.split("\n\n")[1:]),
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_common_options(parser)
-    parser.add_argument("--repo", action="append", default=[], help="only these repositories")
+    parser = benchmark_parser(__doc__)
     parser.add_argument("--mode", default="hybrid",
                         choices=("hybrid", "vector", "lexical", "all"))
     parser.add_argument("--baseline", choices=("ripgrep",), help="score a baseline instead")

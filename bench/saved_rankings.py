@@ -38,10 +38,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from codebench.data import annotated_repos, load_repo_specs, load_tasks  # noqa: E402
 from codebench.engine import (  # noqa: E402
-    add_common_options,
+    benchmark_parser,
     benchmark_workspace,
     indexed_paths,
+    parse_overrides,
     search_files,
+    with_settings,
     write_results,
 )
 from codebench.scoring import existing_targets, macro, path_matches, score_query, summarise  # noqa: E402
@@ -52,13 +54,7 @@ PASSES = ("nothing saved", "saved, words alone", "saved, unchanged chunks kept")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        epilog="\n\n".join(__doc__.split("\n\n")[1:]),
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_common_options(parser)
-    parser.add_argument("--repo", action="append", default=[], help="only these repositories")
-    return parser.parse_args(argv)
+    return benchmark_parser(__doc__).parse_args(argv)
 
 
 def with_blank_line(text: str) -> str:
@@ -108,18 +104,19 @@ def target_files(task, paths: list[str]) -> list[str]:
     return sorted({p for t in task.targets for p in paths if path_matches(p, t.path)})
 
 
-def run_repo(ws: Workspace, tasks, label: str, note: Callable[[str], None]) -> dict:
+def run_repo(ws: Workspace, tasks, label: str, threshold: float | None,
+             note: Callable[[str], None]) -> dict:
     paths = indexed_paths(ws)
     scores, search_ms, draft_ms = [], [], []
     kept = stored = 0
     for task in tasks:
         targets = target_files(task, paths)
         if label == "nothing saved" or not targets:
-            results, ms = search_files(ws, task.query)
+            results, ms = search_files(ws, task.query, threshold=threshold)
         else:
             with drafting(label), saved(ws, targets) as took:
                 draft_ms.append(took)
-                results, ms = search_files(ws, task.query)
+                results, ms = search_files(ws, task.query, threshold=threshold)
                 if label == PASSES[-1]:
                     counts = kept_share(ws, targets)
                     kept, stored = kept + counts[0], stored + counts[1]
@@ -133,14 +130,17 @@ def run_repo(ws: Workspace, tasks, label: str, note: Callable[[str], None]) -> d
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.ablate:
+        raise SystemExit("--ablate is code_retrieval.py's: this bench runs one set of settings "
+                         "(--set and --threshold choose it)")
     specs = load_repo_specs(args.data)
     repos = args.repo or annotated_repos(args.data)
     runs: dict[str, dict[str, dict]] = {label: {} for label in PASSES}
     for repo in repos:
-        ws = benchmark_workspace(repo, args)
+        ws = with_settings(benchmark_workspace(repo, args), parse_overrides(args.set))
         tasks = load_tasks(args.data, repo, specs[repo])
         for label in PASSES:
-            runs[label][repo] = run_repo(ws, tasks, label,
+            runs[label][repo] = run_repo(ws, tasks, label, args.threshold,
                                          lambda text, r=repo: print(f"{r}: {text}",
                                                                     file=sys.stderr))
     summary = {}
@@ -151,14 +151,15 @@ def main(argv: list[str] | None = None) -> int:
         overall = macro(per_repo)
         search_ms = [ms for run in runs[label].values() for ms in run["search_ms"]]
         draft_ms = [ms for run in runs[label].values() for ms in run["draft_ms"]]
-        draft_p50 = statistics.median(draft_ms) if draft_ms else float("nan")
+        draft_p50 = statistics.median(draft_ms) if draft_ms else None
+        drafting = f"{draft_p50:>9.1f}ms" if draft_p50 is not None else f"{'—':>11}"
         print(f"{label:<32}" + "".join(f"{per_repo[r].ndcg10:>11.3f}" for r in repos)
               + f"{overall.ndcg10:>9.3f}{overall.hit1:>7.3f}{overall.mrr:>7.3f}"
-              f"{statistics.median(search_ms):>10.1f}ms{draft_p50:>9.1f}ms")
+              f"{statistics.median(search_ms):>10.1f}ms{drafting}")
         summary[label] = {"ndcg10": overall.ndcg10, "hit1": overall.hit1, "mrr": overall.mrr,
                           "per_repo": {r: s.ndcg10 for r, s in per_repo.items()},
                           "search_p50_ms": statistics.median(search_ms),
-                          "draft_p50_ms": draft_p50 if draft_ms else None,
+                          "draft_p50_ms": draft_p50,
                           "stored_chunks_kept": sum(run["kept"] for run in runs[label].values()),
                           "stored_chunks": sum(run["stored"] for run in runs[label].values())}
     write_results("saved_rankings", {"runs": summary, "repos": repos}, print_json=args.json)

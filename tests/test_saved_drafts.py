@@ -16,6 +16,7 @@ import pytest
 
 from rag_lsp.agents.keeper import READY, WorkspaceKeeper
 from rag_lsp.config import Settings
+from rag_lsp.errors import IndexCorruptError
 from rag_lsp.indexing.file_text import DRAFT_SAVED_MAX_FILES, draft_saved
 from rag_lsp.indexing.indexer import Indexer
 from rag_lsp.indexing.scan import WorkspaceFilter
@@ -112,6 +113,23 @@ def test_what_a_saved_file_still_holds_keeps_its_meaning_until_its_update_lands(
     assert _held(workspace) == 0
     after = workspace.search(query).results[0]  # (its chunk now takes in the comment above)
     assert after.symbol == "LRUCache" and after.start_line <= before.start_line + 2
+
+
+def test_a_save_whose_stored_chunks_cannot_be_read_is_drafted_by_its_words(
+        workspace: Workspace, monkeypatch):
+    """The read of the saved files' stored chunks fails: they are drafted whole, as before
+    the stored chunks were kept, and the next search reports nothing of it."""
+    def unreadable(store, paths, columns):
+        raise IndexCorruptError("chunks.lance: a data file is missing")
+
+    monkeypatch.setattr(ChunkStore, "chunks_of", unreadable)
+    _save_renamed(workspace.root)
+    assert workspace.draft_saved([LRU]) == [LRU]
+    assert workspace._draft.kept_chunks(LRU) == 0  # noqa: SLF001
+    found = workspace.search("rebalance_ledger_quota", mode="lexical").results
+    assert found[0].path == LRU and found[0].kind == "text"
+    assert {hit.kind for hit in workspace.search("RecencyCache", mode="lexical").results
+            if hit.path == LRU} == {"text"}
 
 
 def test_a_deleted_file_is_found_no_more_before_its_update(workspace: Workspace):

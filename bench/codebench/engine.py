@@ -51,6 +51,18 @@ def add_common_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
 
 
+def benchmark_parser(doc: str) -> argparse.ArgumentParser:
+    """A bench's options over the benchmark repositories: ``doc``'s first paragraph as the
+    description, the rest as the epilog, the common options and ``--repo``."""
+    parser = argparse.ArgumentParser(
+        description=doc.split("\n\n")[0],
+        epilog="\n\n".join(doc.split("\n\n")[1:]),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_common_options(parser)
+    parser.add_argument("--repo", action="append", default=[], help="only these repositories")
+    return parser
+
+
 def shared_embedder(exact_queries: bool = False):
     """One model for every workspace of the run (two, when a variant sets exactQueries)."""
     if exact_queries not in _EMBEDDERS:
