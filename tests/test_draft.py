@@ -186,6 +186,11 @@ def test_a_stored_chunk_the_file_still_holds_is_found_where_it_is_now():
     twice = "\n".join([FETCH, "", "# copy", FETCH, ""])
     assert _kept(twice, [_chunk("copy", 4, FETCH)]) == {"copy": (5, 6)}
     assert _kept(twice, [_chunk("first", 1, FETCH)]) == {"first": (1, 2)}
+    # Two copies, each where it was nearest; one copy left, the chunk nearest it keeps it.
+    copies = [_chunk("first", 1, FETCH), _chunk("copy", 4, FETCH)]
+    assert _kept(twice, copies) == {"first": (1, 2), "copy": (5, 6)}
+    assert _kept("# top\n" + twice, copies) == {"first": (2, 3), "copy": (6, 7)}
+    assert _kept("\n".join(["", "", "", FETCH]), copies) == {"copy": (4, 5)}
 
 
 def test_the_pieces_of_a_definition_are_kept_only_while_its_signature_is_there():
@@ -229,6 +234,15 @@ def test_a_saved_file_drafts_only_the_lines_its_stored_chunks_no_longer_cover():
     written = _chunk("fetch", 2, FETCH)
     assert written["id"] != old[0]["id"]
     assert (view.moved_row(written)["start_line"], view.moved_row(written)["end_line"]) == (3, 4)
+    # A chunk the draft was given that changed stays hidden, even where another chunk with its
+    # content was kept (two copies of a text, one of them gone).
+    copies = [_chunk("fetch", 1, FETCH), _chunk("fetch", 4, FETCH)]
+    draft.add("a.py", FETCH + "\n", "python", saved=True, stored=copies)
+    view = draft.view()
+    assert view.moved_row(copies[0])["start_line"] == 1
+    assert view.moved_row(copies[1]) is None
+    assert draft.kept_chunks("a.py") == 1
+    draft.add("a.py", now, "python", saved=True, stored=old)
     # Saved again without the stored chunks (say, the index could not be read): its words
     # alone, every line drafted.
     draft.add("a.py", now, "python", saved=True)
@@ -240,6 +254,29 @@ def test_a_saved_file_drafts_only_the_lines_its_stored_chunks_no_longer_cover():
     assert draft.view().moved_row(old[0]) is old[0]
     # A deleted file keeps nothing, whatever was stored.
     draft.add("a.py", "", "", saved=True, gone=True, stored=old)
+    assert draft.view().moved_row(old[0]) is None
+
+
+def test_a_draft_is_narrowed_to_what_changed_only_while_it_is_the_same_entry():
+    old = [_chunk("fetch", 1, FETCH), _chunk("retry", 4, RETRY)]
+    now = "import time\n\n" + FETCH + "\n\n" + RETRY.replace("call()", "call(2)") + "\n"
+    draft = DraftIndex()
+    draft.add("a.py", now, "python", saved=True)
+    stamp = draft.stamp("a.py")
+    assert draft.keep_stored("a.py", now, "python", old, stamp)
+    assert draft.kept_chunks("a.py") == 1 and draft.stamp("a.py") == stamp  # still that entry
+    assert sorted((w["start_line"], w["end_line"])
+                  for w in draft.search(["import", "retri"], (), 10)) == [(1, 2), (5, 7)]
+    # Saved again meanwhile: the newer entry stays as it was made.
+    draft.add("a.py", now, "python", saved=True)
+    assert not draft.keep_stored("a.py", now, "python", old, stamp)
+    assert draft.kept_chunks("a.py") == 0
+    # Discarded meanwhile (its update landed), or deleted since: nothing comes back.
+    stamp = draft.stamp("a.py")
+    draft.discard(["a.py"])
+    assert not draft.keep_stored("a.py", now, "python", old, stamp) and len(draft) == 0
+    draft.add("a.py", "", "", saved=True, gone=True)
+    assert not draft.keep_stored("a.py", now, "python", old, draft.stamp("a.py"))
     assert draft.view().moved_row(old[0]) is None
 
 

@@ -115,6 +115,24 @@ def test_what_a_saved_file_still_holds_keeps_its_meaning_until_its_update_lands(
     assert after.symbol == "LRUCache" and after.start_line <= before.start_line + 2
 
 
+def test_a_save_is_found_by_its_words_before_its_stored_chunks_are_read(
+        workspace: Workspace, monkeypatch):
+    """The read of the index may wait (behind a compaction, ~30-60 ms more at 100k chunks):
+    the save is drafted by its words first, then narrowed to what changed."""
+    found_meanwhile = []
+    read = Workspace._stored_chunks
+
+    def read_slowly(self, paths):
+        found_meanwhile.append(_paths(self, "rebalance_ledger_quota", mode="lexical")[:1])
+        return read(self, paths)
+
+    monkeypatch.setattr(Workspace, "_stored_chunks", read_slowly)
+    _save_renamed(workspace.root)
+    assert workspace.draft_saved([LRU]) == [LRU]
+    assert found_meanwhile == [[LRU]]
+    assert workspace._draft.kept_chunks(LRU) == 1  # noqa: SLF001 (the import line's chunk)
+
+
 def test_a_save_whose_stored_chunks_cannot_be_read_is_drafted_by_its_words(
         workspace: Workspace, monkeypatch):
     """The read of the saved files' stored chunks fails: they are drafted whole, as before

@@ -52,17 +52,16 @@ def draft_saved(draft: DraftIndex, rules: WorkspaceFilter, paths: Iterable[str],
     """Put these changed paths (workspace-relative or absolute) in ``draft`` as they are now,
     ahead of their update: a file by its words, one that will not be indexed (excluded, too
     large, binary) as nothing, a deleted file or folder as nothing (under it). ``pause()``
-    comes before each file read or drafted (searches first). ``stored_chunks(paths)``: their
-    chunks in the index, by path (the draft keeps those a file still holds: see
-    ``DraftIndex.add``), asked once. Of a burst of more than DRAFT_SAVED_MAX_FILES, only the
-    deleted files and folders. The paths drafted (workspace-relative)."""
+    comes before each file read or drafted (searches first). Then, with ``stored_chunks(paths)``
+    (their chunks in the index, by path; asked once), each file is drafted again keeping the
+    stored chunks whose text it still holds (``DraftIndex.keep_stored``): drafted by its words
+    first, a save is found as soon as before, whatever the read of the index waits for. Of a
+    burst of more than DRAFT_SAVED_MAX_FILES, only the deleted files and folders. The paths
+    drafted (workspace-relative)."""
     rels = sorted({r for r in map(rules.relative, paths) if r})
     reading = len(rels) <= DRAFT_SAVED_MAX_FILES
-    stored: dict[str, list[dict]] = {}
-    if reading and rels and stored_chunks is not None:
-        pause()
-        stored = stored_chunks(rels)
     drafted = []
+    texts: dict[str, tuple[str, str, int | None]] = {}  # path -> text, language, its entry
     for rel in rels:
         if not reading and (rules.root / rel).exists():
             continue  # (one stat: a branch switch's 1,000 paths take milliseconds)
@@ -73,7 +72,15 @@ def draft_saved(draft: DraftIndex, rules: WorkspaceFilter, paths: Iterable[str],
         content, language = (read_for_index(verdict, rules.settings)
                              if isinstance(verdict, ScannedFile) else (verdict, ""))
         text = text_to_index(content, rules.settings) if isinstance(content, FileContent) else ""
-        if draft.add(rel, text, language, saved=True, gone=verdict == "missing",
-                     stored=stored.get(rel, ())):
+        if draft.add(rel, text, language, saved=True, gone=verdict == "missing"):
             drafted.append(rel)
+            if text:
+                texts[rel] = (text, language, draft.stamp(rel))
+    if texts and stored_chunks is not None:
+        pause()
+        stored = stored_chunks(sorted(texts))
+        for rel, (text, language, stamp) in texts.items():
+            if rel in stored and stamp is not None:
+                pause()
+                draft.keep_stored(rel, text, language, stored[rel], stamp)
     return drafted

@@ -93,7 +93,8 @@ def unchanged_chunks(lines: Sequence[str], stored: Iterable[dict]) -> dict[str, 
     """Of a file's stored chunks (rows of :data:`STORED_COLUMNS`), those whose text the file's
     ``lines`` (its text now, split at line feeds) still hold as whole lines, by id: their first
     and last line now. A text found in several places is put at the one nearest its old first
-    line. A piece of a line too long for the model is not whole lines (its line is drafted),
+    line that no chunk nearer took. A piece of a line too long for the model is not whole lines (its
+    line is drafted),
     and the pieces of a definition stored in pieces are kept only while the first line of its
     first piece is still in the file: each was embedded with the definition's signature (its
     context), and a renamed definition would be found by its old name."""
@@ -101,16 +102,19 @@ def unchanged_chunks(lines: Sequence[str], stored: Iterable[dict]) -> dict[str, 
     for number, line in enumerate(lines):
         at_line.setdefault(line, []).append(number)
     rows = list(stored)
-    kept: dict[str, tuple[int, int]] = {}
-    for row in rows:
+    found = []  # (how far it moved, which chunk, the place its text is at now)
+    for index, row in enumerate(rows):
         body = (row.get("text") or "").split("\n")
-        if not "".join(body).strip():
-            continue
-        old = row["start_line"] - 1
-        for first in sorted(at_line.get(body[0], ()), key=lambda n: abs(n - old)):
-            if lines[first:first + len(body)] == body:
-                kept[row["id"]] = (first + 1, first + len(body))
-                break
+        if "".join(body).strip():
+            found.extend((abs(first + 1 - row["start_line"]), index, (first + 1, first + len(body)))
+                         for first in at_line.get(body[0], ())
+                         if lines[first:first + len(body)] == body)
+    kept: dict[str, tuple[int, int]] = {}
+    taken: set[tuple[int, int]] = set()  # two copies of a text kept are two places, not one
+    for _distance, index, place in sorted(found):  # the nearest first
+        if place not in taken and rows[index]["id"] not in kept:
+            kept[rows[index]["id"]] = place
+            taken.add(place)
     pieces: dict[tuple[str, str], list[dict]] = {}
     for row in rows:
         if row.get("symbol"):
@@ -149,30 +153,58 @@ def _window_spans(line_count: int, covered: Iterable[tuple[int, int]]) -> list[t
 
 
 @dataclass(frozen=True)
+class StoredPlaces:
+    """Where a drafted file's stored chunks are now."""
+
+    # The chunks the draft was given, by id: the lines (first, last) their text is at now, or
+    # None where it changed.
+    by_id: dict[str, tuple[int, int] | None]
+    # The places of the kept ones by their content (see rag_lsp.store.chunk_ids), for chunks
+    # written since the draft was made: the update of an earlier save (a save during that
+    # update) writes the file's unchanged chunks at lines of their own, under ids of their own.
+    by_content: dict[str, list[tuple[int, int]]]
+
+    @classmethod
+    def of(cls, stored: Iterable[dict], kept: dict[str, tuple[int, int]]) -> StoredPlaces:
+        by_content: dict[str, list[tuple[int, int]]] = {}
+        for chunk_id, place in kept.items():
+            by_content.setdefault(content_key(chunk_id), []).append(place)
+        return cls({row["id"]: kept.get(row["id"]) for row in stored}, by_content)
+
+    def place(self, row: dict) -> tuple[int, int] | None:
+        """Where ``row``'s chunk is now, if the file still holds it."""
+        if row["id"] in self.by_id:
+            return self.by_id[row["id"]]
+        places = self.by_content.get(content_key(row["id"]))
+        if not places:
+            return None
+        return min(places, key=lambda place: abs(place[0] - row["start_line"]))
+
+    def kept(self) -> int:
+        return sum(place is not None for place in self.by_id.values())
+
+
+@dataclass(frozen=True)
 class DraftView:
     """What one search takes of the draft, all of one moment: the files held, those gone,
-    and where their kept stored chunks are now."""
+    and where their stored chunks are now."""
 
     paths: frozenset[str]
     gone: frozenset[str]
-    # path -> content key of a kept stored chunk (see rag_lsp.store.chunk_ids) -> the lines
-    # (first, last) each chunk with that content is at now
-    moved: dict[str, dict[str, list[tuple[int, int]]]]
+    moved: dict[str, StoredPlaces]
 
     def moved_row(self, row: dict) -> dict | None:
         """A stored chunk's row (``id``, ``path``, lines) as a search shows it: a file not
         drafted, as it is; a drafted file's chunk whose text the file still holds, at the lines
-        that text is at now (of several, the nearest its row's); any other, ``None`` (the
-        file's drafted windows hold what it became). By content, not by id: the update of an
-        earlier save may have written the file's chunks since it was drafted (a save during
-        its update), at lines of their own, hence with ids of their own."""
+        that text is at now; any other, ``None`` (the file's drafted windows hold what it
+        became)."""
         if row["path"] not in self.paths:
             return row
-        places = self.moved.get(row["path"], {}).get(content_key(row["id"]))
-        if not places:
+        places = self.moved.get(row["path"])
+        place = places.place(row) if places is not None else None
+        if place is None:
             return None
-        first, last = min(places, key=lambda place: abs(place[0] - row["start_line"]))
-        return {**row, "start_line": first, "end_line": last}
+        return {**row, "start_line": place[0], "end_line": place[1]}
 
 
 class DraftIndex:
@@ -200,8 +232,8 @@ class DraftIndex:
         self._clock = 0
         self._saved: set[str] = set()
         self._gone: set[str] = set()  # saved paths that no longer exist (files or folders)
-        # Stored chunks whose text a drafted file still holds, by path (see DraftView.moved).
-        self._moved: dict[str, dict[str, list[tuple[int, int]]]] = {}
+        # Where a drafted file's stored chunks are now, by path (the files drafted with them).
+        self._moved: dict[str, StoredPlaces] = {}
 
     def __len__(self) -> int:
         """Files held."""
@@ -239,38 +271,17 @@ class DraftIndex:
         """Hold ``path``'s text (already redacted as indexing would) in place of what it held;
         ``""`` for a file that will not be indexed; ``saved``: a changed file ahead of its
         update, not a new file of a run; ``gone``: the path no longer exists (a file or a
-        folder); ``stored``: the file's chunks in the index (rows with ``id``, ``start_line``,
-        ``end_line``, ``kind``, ``symbol`` and ``text``), of which those it still holds stay
-        searchable (:meth:`DraftView.moved_row`) and only the rest of its lines is drafted.
-        False when full (and
+        folder); ``stored``: the file's chunks in the index (rows of :data:`STORED_COLUMNS`),
+        of which those it still holds stay searchable (:meth:`DraftView.moved_row`) and only
+        the rest of its lines is drafted (see also :meth:`keep_stored`). False when full (and
         ``path`` is no longer held)."""
         if self._bytes - self._size.get(path, 0) + len(text) > self._max_bytes:
             self.discard([path])  # what it held is older than the file
             return False
-        lines = text.split("\n")  # as editors and the chunkers count lines (not at \f, \r)
-        if lines and not lines[-1]:
-            lines.pop()  # the final newline ends the last line, it does not start one
-        kept = unchanged_chunks(lines, stored) if lines and not gone else {}
-        moved: dict[str, list[tuple[int, int]]] = {}
-        for chunk_id, place in kept.items():
-            moved.setdefault(content_key(chunk_id), []).append(place)
-        windows = []
-        for start, stop in _window_spans(len(lines), kept.values()):
-            body = "\n".join(lines[start:stop])
-            if body.strip():
-                terms = text_terms(body) | path_terms(path)
-                windows.append((terms, _Window(
-                    path, language, start + 1, stop, body,
-                    " ".join(terms), " ".join(defined_names(body, language)))))
+        windows, places = self._drafted(path, text, language, () if gone else stored)
         with self._lock:
             self._discard(path)
-            ids = self._by_path[path] = []
-            for terms, window in windows:
-                ids.append(self._next_id)
-                self._windows[self._next_id] = window
-                for term in terms:
-                    self._postings.setdefault(term, []).append(self._next_id)
-                self._next_id += 1
+            self._hold(path, windows, places)
             self._size[path] = len(text)
             self._bytes += len(text)
             self._drafted_at[path] = self._clock
@@ -279,10 +290,65 @@ class DraftIndex:
                 self._saved.add(path)
             if gone:
                 self._gone.add(path)
-            if moved:
-                self._moved[path] = moved
             self._prune_postings()
         return True
+
+    def stamp(self, path: str) -> int | None:
+        """Which entry ``path`` has (its time on the clock of adds), if it is held."""
+        with self._lock:
+            return self._drafted_at.get(path)
+
+    def keep_stored(self, path: str, text: str, language: str, stored: Iterable[dict],
+                    stamp: int) -> bool:
+        """Draft ``path`` again with its stored chunks (as :meth:`add`'s ``stored``), if it
+        still holds the entry ``stamp`` (see :meth:`stamp`) that ``text`` made: a save is
+        drafted by its words first, at once, and narrowed to what changed once its stored
+        chunks are read (a read that waits behind a compaction at 100k chunks). Whether it
+        did."""
+        windows, places = self._drafted(path, text, language, stored)
+        with self._lock:
+            if self._drafted_at.get(path) != stamp or path in self._gone:
+                return False  # drafted again, gone, or discarded meanwhile
+            for window_id in self._by_path.pop(path, ()):
+                del self._windows[window_id]
+                self._dropped += 1
+            self._moved.pop(path, None)
+            self._hold(path, windows, places)
+            self._prune_postings()
+        return True
+
+    @staticmethod
+    def _drafted(path: str, text: str, language: str, stored: Iterable[dict]
+                 ) -> tuple[list[tuple[set[str], _Window]], StoredPlaces | None]:
+        """``path``'s windows, with their terms, and where its ``stored`` chunks are now (none
+        kept: ``None``)."""
+        lines = text.split("\n")  # as editors and the chunkers count lines (not at \f, \r)
+        if lines and not lines[-1]:
+            lines.pop()  # the final newline ends the last line, it does not start one
+        stored = list(stored)
+        kept = unchanged_chunks(lines, stored) if lines and stored else {}
+        windows = []
+        for start, stop in _window_spans(len(lines), kept.values()):
+            body = "\n".join(lines[start:stop])
+            if body.strip():
+                terms = text_terms(body) | path_terms(path)
+                windows.append((terms, _Window(
+                    path, language, start + 1, stop, body,
+                    " ".join(terms), " ".join(defined_names(body, language)))))
+        return windows, StoredPlaces.of(stored, kept) if kept else None
+
+    def _hold(self, path: str, windows: list[tuple[set[str], _Window]],
+              places: StoredPlaces | None) -> None:
+        """Hold ``path``'s windows and its stored chunks' places (under the lock)."""
+        ids = self._by_path[path] = []
+        for terms, window in windows:
+            ids.append(self._next_id)
+            self._windows[self._next_id] = window
+            for term in terms:
+                self._postings.setdefault(term, []).append(self._next_id)
+            self._next_id += 1
+        if places is not None:
+            self._moved[path] = places
 
     def view(self) -> DraftView:
         """What a search takes of the draft (see :class:`DraftView`)."""
@@ -292,7 +358,8 @@ class DraftIndex:
     def kept_chunks(self, path: str) -> int:
         """How many of ``path``'s stored chunks its draft keeps (see :meth:`add`)."""
         with self._lock:
-            return sum(len(places) for places in self._moved.get(path, {}).values())
+            places = self._moved.get(path)
+            return places.kept() if places is not None else 0
 
     def discard(self, paths: Iterable[str] | None = None, *,
                 drafted_before: int | None = None) -> None:
