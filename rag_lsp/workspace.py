@@ -556,13 +556,18 @@ class Workspace:
 
     def definition_span(self, path: str, symbol: str) -> tuple[int, int] | None:
         """First and last line of every chunk of ``symbol`` in ``path`` (an oversized
-        definition is indexed in pieces; this is the whole of it)."""
+        definition is indexed in pieces; this is the whole of it). In a drafted file (saved,
+        its update not landed), where its pieces are now; ``None`` if one of them changed."""
         if not symbol:
             return None
         rows = self._read(lambda store: store.chunk_rows(
             all_of(f"path = {quote(path)}", f"symbol = {quote(symbol)}"),
-            ["start_line", "end_line"],
+            ["id", "path", "start_line", "end_line"],
         ))
+        view = self._draft.view() if self._draft else None
+        if view is not None and path in view.paths:
+            moved = [view.moved_row(row) for row in rows]
+            rows = [] if None in moved else moved
         if not rows:
             return None
         return min(r["start_line"] for r in rows), max(r["end_line"] for r in rows)

@@ -177,11 +177,6 @@ def test_a_stored_chunk_the_file_still_holds_is_found_where_it_is_now():
     assert _kept("x = 10\n", [_chunk("x", 1, "x = 1")]) == {}
     assert _kept("max = 1\n", [_chunk("x", 1, "x = 1")]) == {}
     assert _kept("x = 1", [_chunk("x", 1, "x = 1")]) == {"x": (1, 1)}  # the last line
-    # Line ends as they are: a file whose lines end in \r\n keeps the \r in its chunks' text
-    # (as the chunkers cut it: every line's).
-    crlf = [_chunk("fetch", 1, FETCH.replace("\n", "\r\n") + "\r")]
-    assert _kept("# top\r\n" + FETCH.replace("\n", "\r\n") + "\r\n", crlf) == {"fetch": (2, 3)}
-    assert _kept("# top\n" + FETCH + "\n", crlf) == {}  # converted to \n: every line changed
     # A text found twice is put where it was nearest.
     twice = "\n".join([FETCH, "", "# copy", FETCH, ""])
     assert _kept(twice, [_chunk("copy", 4, FETCH)]) == {"copy": (5, 6)}
@@ -191,6 +186,31 @@ def test_a_stored_chunk_the_file_still_holds_is_found_where_it_is_now():
     assert _kept(twice, copies) == {"first": (1, 2), "copy": (5, 6)}
     assert _kept("# top\n" + twice, copies) == {"first": (2, 3), "copy": (6, 7)}
     assert _kept("\n".join(["", "", "", FETCH]), copies) == {"copy": (4, 5)}
+
+
+def test_a_signature_below_a_doc_comment_or_a_decorator_is_the_one_that_counts():
+    doc = "/// Loads the thing.\npub fn load(path: &str) {\n    let a = 1;"
+    pieces = [_chunk("head", 1, doc, symbol="load"),
+              _chunk("tail", 4, "    a\n}", symbol="load")]
+    text = doc + "\n    a\n}"
+    assert set(_kept(text, pieces)) == {"head", "tail"}
+    assert _kept(text.replace("fn load(", "fn read("), pieces) == {}
+    decorated = "@cached\ndef load(path):\n    a = 1"
+    pieces = [_chunk("head", 1, decorated, symbol="load"),
+              _chunk("tail", 4, "    return a", symbol="load")]
+    text = decorated + "\n    return a"
+    assert _kept(text.replace("def load(", "def read("), pieces) == {}
+    assert _kept(text.replace("@cached", "@cache"), pieces) == {"tail": (4, 4)}
+
+
+def test_definitions_of_one_name_apart_are_no_pieces_of_one():
+    """A property's getter and setter share a name: the getter renamed, the setter stays."""
+    getter, setter = "def x(self):\n    return self._x", "def x(self, value):\n    self._x = value"
+    rows = [_chunk("get", 1, getter, symbol="Box.x"), _chunk("between", 4, "y = 1", symbol=""),
+            _chunk("set", 6, setter, symbol="Box.x")]
+    text = "\n".join([getter, "", "y = 1", "", setter])
+    assert set(_kept(text, rows)) == {"get", "between", "set"}
+    assert set(_kept(text.replace("def x(self):", "def size(self):"), rows)) == {"between", "set"}
 
 
 def test_the_pieces_of_a_definition_are_kept_only_while_its_signature_is_there():
@@ -261,10 +281,10 @@ def test_a_draft_is_narrowed_to_what_changed_only_while_it_is_the_same_entry():
     old = [_chunk("fetch", 1, FETCH), _chunk("retry", 4, RETRY)]
     now = "import time\n\n" + FETCH + "\n\n" + RETRY.replace("call()", "call(2)") + "\n"
     draft = DraftIndex()
-    draft.add("a.py", now, "python", saved=True)
-    stamp = draft.stamp("a.py")
-    assert draft.keep_stored("a.py", now, "python", old, stamp)
-    assert draft.kept_chunks("a.py") == 1 and draft.stamp("a.py") == stamp  # still that entry
+    stamp = draft.add_entry("a.py", now, "python", saved=True)
+    assert stamp is not None and draft.keep_stored("a.py", now, "python", old, stamp)
+    assert draft.kept_chunks("a.py") == 1
+    assert draft.keep_stored("a.py", now, "python", old, stamp)  # still that entry
     assert sorted((w["start_line"], w["end_line"])
                   for w in draft.search(["import", "retri"], (), 10)) == [(1, 2), (5, 7)]
     # Saved again meanwhile: the newer entry stays as it was made.
@@ -272,11 +292,12 @@ def test_a_draft_is_narrowed_to_what_changed_only_while_it_is_the_same_entry():
     assert not draft.keep_stored("a.py", now, "python", old, stamp)
     assert draft.kept_chunks("a.py") == 0
     # Discarded meanwhile (its update landed), or deleted since: nothing comes back.
-    stamp = draft.stamp("a.py")
+    stamp = draft.add_entry("a.py", now, "python", saved=True)
     draft.discard(["a.py"])
     assert not draft.keep_stored("a.py", now, "python", old, stamp) and len(draft) == 0
-    draft.add("a.py", "", "", saved=True, gone=True)
-    assert not draft.keep_stored("a.py", now, "python", old, draft.stamp("a.py"))
+    stamp = draft.add_entry("a.py", "", "", saved=True, gone=True)
+    assert not draft.keep_stored("a.py", now, "python", old, stamp)
+    assert draft.add_entry("big.py", "x" * (64 << 20), "python") is None  # full
     assert draft.view().moved_row(old[0]) is None
 
 

@@ -21,6 +21,7 @@ from rag_lsp.indexing.file_text import DRAFT_SAVED_MAX_FILES, draft_saved
 from rag_lsp.indexing.indexer import Indexer
 from rag_lsp.indexing.scan import WorkspaceFilter
 from rag_lsp.search import pipeline
+from rag_lsp.search.ranking import Candidate
 from rag_lsp.search.results import SearchFilters
 from rag_lsp.store.draft import DraftIndex
 from rag_lsp.store.lance_store import ChunkStore
@@ -104,6 +105,11 @@ def test_what_a_saved_file_still_holds_keeps_its_meaning_until_its_update_lands(
     # As well found as before the save (its own vector, not the words of a window; the new
     # comment about caches is one more place that answers).
     assert workspace.search(query).results[0].score >= before.score - 1e-4
+    # So does a vector search, and the span a context takes of the class.
+    found = workspace.search(query, mode="vector").results[0]
+    assert (found.path, found.start_line) == (LRU, before.start_line + 2)
+    assert workspace.definition_span(LRU, "LRUCache") == (before.start_line + 2,
+                                                           before.end_line + 2)
     # The new lines are drafted, and nothing else of the file.
     (window,) = [hit for hit in workspace.search("rebalance_ledger_quota",
                                                   mode="lexical").results if hit.path == LRU]
@@ -241,6 +247,26 @@ def test_a_file_saved_again_during_its_update_keeps_what_it_still_holds(workspac
         found = workspace.search(query, mode=mode).results[0]
         assert (found.path, found.symbol, found.start_line) == (LRU, "LRUCache", line), mode
     assert _paths(workspace, "rebalance_ledger_quota", mode="lexical")[:1] == [LRU]
+
+
+def test_chunks_placed_by_their_content_are_shown_once_a_place():
+    """An update may have written more copies of a text than the file now holds (a save
+    during the update of an earlier one): one of them is shown at the place, not all."""
+    def row(path: str, start: int) -> dict:
+        return {"id": f"{path}#L{start}-aaaa", "path": path, "start_line": start,
+                "end_line": start + 1, "kind": "function", "symbol": "f",
+                "text": "def f():\n    pass"}
+
+    draft = DraftIndex()
+    draft.add("a.py", "def f():\n    pass\n", "python", saved=True, stored=[row("a.py", 1)])
+    view = draft.view()
+    written = [view.moved_row(row("a.py", start)) for start in (3, 6)]  # ids of their own
+    assert [(r["start_line"], r["end_line"]) for r in written] == [(1, 2), (1, 2)]
+    undrafted = [row("b.py", 1), row("b.py", 1)]  # (not drafted: left as they are)
+    kept = pipeline._one_per_place(  # noqa: SLF001
+        [Candidate(r) for r in written + undrafted], view.moved)
+    assert [(c.row["path"], c.row["start_line"]) for c in kept] == [("a.py", 1), ("b.py", 1),
+                                                                    ("b.py", 1)]
 
 
 def test_a_run_ends_the_drafts_from_before_it(workspace: Workspace):

@@ -61,7 +61,7 @@ def draft_saved(draft: DraftIndex, rules: WorkspaceFilter, paths: Iterable[str],
     rels = sorted({r for r in map(rules.relative, paths) if r})
     reading = len(rels) <= DRAFT_SAVED_MAX_FILES
     drafted = []
-    texts: dict[str, tuple[str, str, int | None]] = {}  # path -> text, language, its entry
+    texts: dict[str, tuple[str, str, int]] = {}  # path -> text, language, its entry
     for rel in rels:
         if not reading and (rules.root / rel).exists():
             continue  # (one stat: a branch switch's 1,000 paths take milliseconds)
@@ -72,15 +72,16 @@ def draft_saved(draft: DraftIndex, rules: WorkspaceFilter, paths: Iterable[str],
         content, language = (read_for_index(verdict, rules.settings)
                              if isinstance(verdict, ScannedFile) else (verdict, ""))
         text = text_to_index(content, rules.settings) if isinstance(content, FileContent) else ""
-        if draft.add(rel, text, language, saved=True, gone=verdict == "missing"):
+        stamp = draft.add_entry(rel, text, language, saved=True, gone=verdict == "missing")
+        if stamp is not None:
             drafted.append(rel)
             if text:
-                texts[rel] = (text, language, draft.stamp(rel))
+                texts[rel] = (text, language, stamp)
     if texts and stored_chunks is not None:
         pause()
         stored = stored_chunks(sorted(texts))
         for rel, (text, language, stamp) in texts.items():
-            if rel in stored and stamp is not None:
+            if rel in stored:
                 pause()
                 draft.keep_stored(rel, text, language, stored[rel], stamp)
     return drafted

@@ -23,6 +23,7 @@ from rag_lsp.chunking.definitions import defined_names
 from rag_lsp.config import Settings
 from rag_lsp.embedding.shared_cache import EmbeddingCache
 from rag_lsp.embedding.tokenizer import ModelTokenCounter
+from rag_lsp.errors import RagLspError
 from rag_lsp.indexing.file_text import read_for_index, text_to_index
 from rag_lsp.indexing.lexical_text import lexical_text
 from rag_lsp.indexing.progress import IndexProgress, IndexReport, ProgressCallback
@@ -286,9 +287,8 @@ class Indexer:
         for at, scanned in enumerate(files):
             self._pause()
             if at % STORED_LOOKUP_FILES == 0:  # what the changed files of the next few hold
-                stored = self.store.chunks_of(
-                    [f.path for f in files[at:at + STORED_LOOKUP_FILES] if f.path in known],
-                    STORED_COLUMNS)
+                stored = self._stored_chunks(
+                    [f.path for f in files[at:at + STORED_LOOKUP_FILES] if f.path in known])
             content, language = read_for_index(scanned, self.settings)
             if not isinstance(content, FileContent):
                 continue  # the run skips it too, and says why
@@ -304,6 +304,16 @@ class Indexer:
                 log.info("draft index full: later files are searchable once embedded")
                 return
             drafted.append(scanned.path)
+
+    def _stored_chunks(self, paths: list[str]) -> dict[str, list[dict]]:
+        """These files' chunks in the index, for their drafts (see DraftIndex.add); none if
+        the read fails: the drafts then hold their words alone, and the run goes on (it meets
+        the fault itself if it lasts)."""
+        try:
+            return self.store.chunks_of(paths, STORED_COLUMNS)
+        except (RagLspError, OSError, RuntimeError, ValueError) as exc:
+            log.debug("stored chunks of %d changed files: %s", len(paths), exc)
+            return {}
 
     def _index_checked(self, files: list[ScannedFile], to_check: set[str],
                        known: dict[str, FileRecord], report: IndexReport, meter: _Meter,

@@ -10,7 +10,7 @@ file's own evidence reaches the answer threshold (see ``ranked_files``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -106,8 +106,9 @@ def _retrieve(index: SearchIndex, q: QueryAnalysis, mode: str, limit: int, where
     lexical = mode != "vector"
     # A drafted file's stored chunks (if any) are of its text before a save: those it still
     # holds are shown where they are now, the rest of it is its drafted windows. A vector
-    # search has only the stored chunks' meaning to go by, except for a file deleted, or under
-    # a folder deleted (every search).
+    # search (or one for a kind of chunk, which drafts are not) has only the stored chunks to
+    # go by: the others as they were, except for a file deleted, or under a folder deleted
+    # (every search).
     draft = index.draft
     view = draft.view() if draft else None  # (an empty draft is no draft)
     shadow = view if view is not None and lexical and not filters.kinds else None
@@ -119,7 +120,9 @@ def _retrieve(index: SearchIndex, q: QueryAnalysis, mode: str, limit: int, where
     def shown(row: dict) -> dict | None:
         if lost(row["path"]):
             return None
-        return shadow.moved_row(row) if shadow is not None else row
+        if shadow is not None:
+            return shadow.moved_row(row)
+        return (view.moved_row(row) or row) if view is not None else row
 
     drafted = (draft.search(q.terms, q.identifiers, limit, draft_filter(filters))
                if draft is not None and shadow is not None else [])
@@ -158,7 +161,28 @@ def _retrieve(index: SearchIndex, q: QueryAnalysis, mode: str, limit: int, where
             found[row["id"]] = Candidate(row, cosine)
     for row in drafted:  # no vectors yet: word evidence alone
         found[row["id"]] = Candidate(row)
-    return _with_query_terms(list(found.values()), q), query_vector
+    candidates = list(found.values())
+    if view is not None:
+        candidates = _one_per_place(candidates, view.moved)
+    return _with_query_terms(candidates, q), query_vector
+
+
+def _one_per_place(candidates: list[Candidate], moved: Mapping[str, object]) -> list[Candidate]:
+    """``candidates`` less any stored chunk of a drafted file shown at the lines of another:
+    chunks written since the draft was made are placed by their content, and an update may
+    have written more copies of a text than the file now holds (rare: a save during the
+    update of an earlier one)."""
+    seen: set[tuple[str, int, int]] = set()
+    kept = []
+    for candidate in candidates:
+        row = candidate.row
+        if row["path"] in moved and not is_drafted(row):
+            place = (row["path"], row["start_line"], row["end_line"])
+            if place in seen:
+                continue
+            seen.add(place)
+        kept.append(candidate)
+    return kept
 
 
 def _visible_rows(fetch: Callable[[int], list[dict]], limit: int,

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 import threading
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -52,6 +53,8 @@ DRAFT_KIND = "text"
 _ID_PREFIX = "draft:"
 # What ``DraftIndex.add`` reads of a file's stored chunks.
 STORED_COLUMNS = ["id", "path", "start_line", "end_line", "kind", "symbol", "text"]
+# Places of a stored chunk's text tried, at most, nearest where it was first.
+PLACES_TRIED = 16
 
 
 def is_drafted(row: dict) -> bool:
@@ -91,13 +94,11 @@ def is_gone(path: str, gone: frozenset[str]) -> bool:
 
 def unchanged_chunks(lines: Sequence[str], stored: Iterable[dict]) -> dict[str, tuple[int, int]]:
     """Of a file's stored chunks (rows of :data:`STORED_COLUMNS`), those whose text the file's
-    ``lines`` (its text now, split at line feeds) still hold as whole lines, by id: their first
-    and last line now. A text found in several places is put at the one nearest its old first
-    line that no chunk nearer took. A piece of a line too long for the model is not whole lines (its
-    line is drafted),
-    and the pieces of a definition stored in pieces are kept only while the first line of its
-    first piece is still in the file: each was embedded with the definition's signature (its
-    context), and a renamed definition would be found by its old name."""
+    ``lines`` (its text now, split at line feeds) still hold as whole lines, by id: their
+    first and last line now. A text found in several places is put at the one nearest its
+    old first line that no chunk nearer took. A piece of a line too long for the model is not
+    whole lines (its line is drafted). The pieces of a definition too long for one chunk are
+    kept only while its signature line is in the file (see :func:`_stale_pieces`)."""
     at_line: dict[str, list[int]] = {}
     for number, line in enumerate(lines):
         at_line.setdefault(line, []).append(number)
@@ -107,25 +108,63 @@ def unchanged_chunks(lines: Sequence[str], stored: Iterable[dict]) -> dict[str, 
         body = (row.get("text") or "").split("\n")
         if "".join(body).strip():
             found.extend((abs(first + 1 - row["start_line"]), index, (first + 1, first + len(body)))
-                         for first in at_line.get(body[0], ())
-                         if lines[first:first + len(body)] == body)
+                         for first in _nearest_places(lines, at_line, body, row["start_line"] - 1))
     kept: dict[str, tuple[int, int]] = {}
     taken: set[tuple[int, int]] = set()  # two copies of a text kept are two places, not one
     for _distance, index, place in sorted(found):  # the nearest first
         if place not in taken and rows[index]["id"] not in kept:
             kept[rows[index]["id"]] = place
             taken.add(place)
-    pieces: dict[tuple[str, str], list[dict]] = {}
-    for row in rows:
-        if row.get("symbol"):
-            pieces.setdefault((row.get("kind", ""), row["symbol"]), []).append(row)
-    for group in pieces.values():
-        first = min(group, key=lambda row: row["start_line"])
-        if (len(group) > 1 and first["id"] not in kept
-                and (first.get("text") or "").split("\n")[0] not in at_line):
-            for row in group:
-                kept.pop(row["id"], None)
+    for chunk_id in _stale_pieces(rows, at_line):
+        kept.pop(chunk_id, None)
     return kept
+
+
+def _nearest_places(lines: Sequence[str], at_line: dict[str, list[int]], body: list[str],
+                    old: int) -> list[int]:
+    """The first lines (0-based) of the places nearest ``old`` where ``lines`` hold ``body``:
+    the two nearest of the :data:`PLACES_TRIED` nearest where its rarest line is. Found
+    through that line, and no further: a file of lines repeated all over (a JSON fixture)
+    took 23 s a megabyte when every place of a body's first line was tried."""
+    anchor = min(range(len(body)), key=lambda i: len(at_line.get(body[i], ())))
+    at = at_line.get(body[anchor], [])
+    starts = [n - anchor for n in at if n >= anchor]
+    middle = bisect_left(starts, old)
+    tried = sorted(starts[max(0, middle - PLACES_TRIED):middle + PLACES_TRIED],
+                   key=lambda first: abs(first - old))[:PLACES_TRIED]
+    places = []
+    for first in tried:
+        if lines[first:first + len(body)] == body:
+            places.append(first)
+            if len(places) == 2:  # (a chunk nearer may take the nearest)
+                break
+    return places
+
+
+def _stale_pieces(rows: list[dict], at_line: dict[str, list[int]]) -> list[str]:
+    """The ids of the pieces of definitions whose signature line the file no longer holds:
+    each piece of a definition too long for one chunk was embedded with its signature (its
+    context), so kept it would be found by the definition's old name. Pieces are runs of
+    chunks with one kind and symbol, none other between them; the signature line is the
+    first of the first piece that names the symbol (a decorator or a doc comment may come
+    before it), or its first line."""
+    runs: list[list[dict]] = []
+    for row in sorted(rows, key=lambda row: (row["start_line"], row["end_line"])):
+        key = (row.get("kind", ""), row.get("symbol", ""))
+        if runs and key[1] and key == (runs[-1][0].get("kind", ""), runs[-1][0].get("symbol")):
+            runs[-1].append(row)
+        else:
+            runs.append([row])
+    stale = []
+    for run in runs:
+        if len(run) < 2:
+            continue
+        name = run[0]["symbol"].rsplit(".", 1)[-1]
+        first_lines = (run[0].get("text") or "").split("\n")
+        signature = next((line for line in first_lines if name in line), first_lines[0])
+        if signature not in at_line:
+            stale.extend(row["id"] for row in run)
+    return stale
 
 
 def _window_spans(line_count: int, covered: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -275,44 +314,43 @@ class DraftIndex:
         of which those it still holds stay searchable (:meth:`DraftView.moved_row`) and only
         the rest of its lines is drafted (see also :meth:`keep_stored`). False when full (and
         ``path`` is no longer held)."""
+        return self.add_entry(path, text, language, saved=saved, gone=gone,
+                              stored=stored) is not None
+
+    def add_entry(self, path: str, text: str, language: str, *, saved: bool = False,
+                  gone: bool = False, stored: Iterable[dict] = ()) -> int | None:
+        """:meth:`add`, saying which entry it made (its time on the clock of adds, for
+        :meth:`keep_stored`), or ``None`` when full."""
         if self._bytes - self._size.get(path, 0) + len(text) > self._max_bytes:
             self.discard([path])  # what it held is older than the file
-            return False
+            return None
         windows, places = self._drafted(path, text, language, () if gone else stored)
         with self._lock:
             self._discard(path)
             self._hold(path, windows, places)
             self._size[path] = len(text)
             self._bytes += len(text)
-            self._drafted_at[path] = self._clock
+            stamp = self._drafted_at[path] = self._clock
             self._clock += 1
             if saved:
                 self._saved.add(path)
             if gone:
                 self._gone.add(path)
             self._prune_postings()
-        return True
-
-    def stamp(self, path: str) -> int | None:
-        """Which entry ``path`` has (its time on the clock of adds), if it is held."""
-        with self._lock:
-            return self._drafted_at.get(path)
+        return stamp
 
     def keep_stored(self, path: str, text: str, language: str, stored: Iterable[dict],
                     stamp: int) -> bool:
         """Draft ``path`` again with its stored chunks (as :meth:`add`'s ``stored``), if it
-        still holds the entry ``stamp`` (see :meth:`stamp`) that ``text`` made: a save is
+        still holds the entry ``stamp`` (see :meth:`add_entry`) that ``text`` made: a save is
         drafted by its words first, at once, and narrowed to what changed once its stored
         chunks are read (a read that waits behind a compaction at 100k chunks). Whether it
         did."""
         windows, places = self._drafted(path, text, language, stored)
         with self._lock:
             if self._drafted_at.get(path) != stamp or path in self._gone:
-                return False  # drafted again, gone, or discarded meanwhile
-            for window_id in self._by_path.pop(path, ()):
-                del self._windows[window_id]
-                self._dropped += 1
-            self._moved.pop(path, None)
+                return False  # drafted again, or discarded meanwhile; (deleted: nothing to keep)
+            self._drop_windows(path)
             self._hold(path, windows, places)
             self._prune_postings()
         return True
@@ -376,6 +414,10 @@ class DraftIndex:
         self._drafted_at.pop(path, None)
         self._saved.discard(path)
         self._gone.discard(path)
+        self._drop_windows(path)
+
+    def _drop_windows(self, path: str) -> None:
+        """Let go of ``path``'s windows and stored places (under the lock)."""
         self._moved.pop(path, None)
         for window_id in self._by_path.pop(path, ()):
             del self._windows[window_id]
