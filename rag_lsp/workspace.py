@@ -48,12 +48,13 @@ from rag_lsp.search.calibration import BackgroundCache
 from rag_lsp.search.pipeline import SearchIndex, search_chunks, search_files
 from rag_lsp.search.ranking import RankingWeights
 from rag_lsp.search.results import MODES, ChunkHit, SearchFilters, SearchResponse
-from rag_lsp.store.draft import STORED_COLUMNS, DraftIndex
+from rag_lsp.store.draft import DraftIndex
 from rag_lsp.store.lance_store import ChunkStore
 from rag_lsp.store.live_index import LiveIndex
 from rag_lsp.store.manifest import SCHEMA_VERSION, IndexManifest
 from rag_lsp.store.sql import all_of, quote
 from rag_lsp.store.staging import discard, fresh_staging, swap_under_way
+from rag_lsp.store.stored_places import STORED_COLUMNS
 from rag_lsp.store.writer_lock import LockOwner
 
 log = logging.getLogger(__name__)

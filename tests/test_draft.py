@@ -13,7 +13,8 @@ from rag_lsp.config import Settings
 from rag_lsp.indexing.indexer import DRAFT_MIN_FILES
 from rag_lsp.search.results import SearchFilters
 from rag_lsp.store.chunk_ids import ChunkIds, content_key
-from rag_lsp.store.draft import DraftIndex, is_gone, unchanged_chunks
+from rag_lsp.store.draft import DraftIndex, is_gone
+from rag_lsp.store.stored_places import unchanged_chunks
 from rag_lsp.workspace import Workspace
 
 from .conftest import write_files

@@ -37,8 +37,9 @@ from rag_lsp.indexing.scan import (
     scan_workspace,
 )
 from rag_lsp.store.chunk_ids import ChunkIds
-from rag_lsp.store.draft import STORED_COLUMNS, DraftIndex
+from rag_lsp.store.draft import DraftIndex
 from rag_lsp.store.lance_store import ChunkStore, FileRecord
+from rag_lsp.store.stored_places import STORED_COLUMNS
 from rag_lsp.terms import text_terms
 
 log = logging.getLogger(__name__)

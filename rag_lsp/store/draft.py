@@ -14,11 +14,12 @@ again). While drafted, a file's stored chunks are of its old text, and a search 
 draft takes the drafted windows instead (a deleted file is drafted empty: nothing of it). A
 changed file (saved, or found by a run) is drafted with its stored chunks (``add``'s
 ``stored``): those whose text it still holds, whole lines, stay searchable with their vectors,
-moved to the lines they are at now (``DraftView.moved_row``), and only the lines none of them
-covers are drafted as windows. Without that, a saved file answered by its words alone until
-its update landed: with each question's files saved with one blank line more (no word changed)
-and drafted, five benchmark repositories scored NDCG@10 0.566 against 0.910 with nothing saved;
-0.909 with the stored chunks kept (bench/README.md, "saved_rankings.py").
+moved to the lines they are at now (``DraftView.moved_row``; rag_lsp.store.stored_places), and
+only the lines none of them covers are drafted as windows. Without that, a saved file answered
+by its words alone until its update landed: with each question's files saved with one blank
+line more (no word changed) and drafted, five benchmark repositories scored NDCG@10 0.566
+against 0.910 with nothing saved; 0.909 with the stored chunks kept (bench/README.md,
+"saved_rankings.py").
 
 An entry goes when the index has caught up with it: its file's real chunks written, or the
 update or run that read the file after it was drafted ended (``mark`` and ``drafted_before``:
@@ -32,12 +33,11 @@ from __future__ import annotations
 
 import math
 import threading
-from bisect import bisect_left
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from rag_lsp.chunking.definitions import defined_names
-from rag_lsp.store.chunk_ids import content_key
+from rag_lsp.store.stored_places import StoredPlaces, unchanged_chunks
 from rag_lsp.terms import path_terms, text_terms
 
 WINDOW_LINES = 40
@@ -51,10 +51,6 @@ PRUNE_MAX_WINDOWS = 1000
 # What a drafted window is, for filters and for result kinds (the chunker's plain windows).
 DRAFT_KIND = "text"
 _ID_PREFIX = "draft:"
-# What ``DraftIndex.add`` reads of a file's stored chunks.
-STORED_COLUMNS = ["id", "path", "start_line", "end_line", "kind", "symbol", "text"]
-# Places of a stored chunk's text tried, at most, nearest where it was first.
-PLACES_TRIED = 16
 
 
 def is_drafted(row: dict) -> bool:
@@ -92,81 +88,6 @@ def is_gone(path: str, gone: frozenset[str]) -> bool:
     return False
 
 
-def unchanged_chunks(lines: Sequence[str], stored: Iterable[dict]) -> dict[str, tuple[int, int]]:
-    """Of a file's stored chunks (rows of :data:`STORED_COLUMNS`), those whose text the file's
-    ``lines`` (its text now, split at line feeds) still hold as whole lines, by id: their
-    first and last line now. A text found in several places is put at the one nearest its
-    old first line that no chunk nearer took. A piece of a line too long for the model is not
-    whole lines (its line is drafted). The pieces of a definition too long for one chunk are
-    kept only while its signature line is in the file (see :func:`_stale_pieces`)."""
-    at_line: dict[str, list[int]] = {}
-    for number, line in enumerate(lines):
-        at_line.setdefault(line, []).append(number)
-    rows = list(stored)
-    found = []  # (how far it moved, which chunk, the place its text is at now)
-    for index, row in enumerate(rows):
-        body = (row.get("text") or "").split("\n")
-        if "".join(body).strip():
-            found.extend((abs(first + 1 - row["start_line"]), index, (first + 1, first + len(body)))
-                         for first in _nearest_places(lines, at_line, body, row["start_line"] - 1))
-    kept: dict[str, tuple[int, int]] = {}
-    taken: set[tuple[int, int]] = set()  # two copies of a text kept are two places, not one
-    for _distance, index, place in sorted(found):  # the nearest first
-        if place not in taken and rows[index]["id"] not in kept:
-            kept[rows[index]["id"]] = place
-            taken.add(place)
-    for chunk_id in _stale_pieces(rows, at_line):
-        kept.pop(chunk_id, None)
-    return kept
-
-
-def _nearest_places(lines: Sequence[str], at_line: dict[str, list[int]], body: list[str],
-                    old: int) -> list[int]:
-    """The first lines (0-based) of the places nearest ``old`` where ``lines`` hold ``body``:
-    the two nearest of the :data:`PLACES_TRIED` nearest where its rarest line is. Found
-    through that line, and no further: a file of lines repeated all over (a JSON fixture)
-    took 23 s a megabyte when every place of a body's first line was tried."""
-    anchor = min(range(len(body)), key=lambda i: len(at_line.get(body[i], ())))
-    at = at_line.get(body[anchor], [])
-    starts = [n - anchor for n in at if n >= anchor]
-    middle = bisect_left(starts, old)
-    tried = sorted(starts[max(0, middle - PLACES_TRIED):middle + PLACES_TRIED],
-                   key=lambda first: abs(first - old))[:PLACES_TRIED]
-    places = []
-    for first in tried:
-        if lines[first:first + len(body)] == body:
-            places.append(first)
-            if len(places) == 2:  # (a chunk nearer may take the nearest)
-                break
-    return places
-
-
-def _stale_pieces(rows: list[dict], at_line: dict[str, list[int]]) -> list[str]:
-    """The ids of the pieces of definitions whose signature line the file no longer holds:
-    each piece of a definition too long for one chunk was embedded with its signature (its
-    context), so kept it would be found by the definition's old name. Pieces are runs of
-    chunks with one kind and symbol, none other between them; the signature line is the
-    first of the first piece that names the symbol (a decorator or a doc comment may come
-    before it), or its first line."""
-    runs: list[list[dict]] = []
-    for row in sorted(rows, key=lambda row: (row["start_line"], row["end_line"])):
-        key = (row.get("kind", ""), row.get("symbol", ""))
-        if runs and key[1] and key == (runs[-1][0].get("kind", ""), runs[-1][0].get("symbol")):
-            runs[-1].append(row)
-        else:
-            runs.append([row])
-    stale = []
-    for run in runs:
-        if len(run) < 2:
-            continue
-        name = run[0]["symbol"].rsplit(".", 1)[-1]
-        first_lines = (run[0].get("text") or "").split("\n")
-        signature = next((line for line in first_lines if name in line), first_lines[0])
-        if signature not in at_line:
-            stale.extend(row["id"] for row in run)
-    return stale
-
-
 def _window_spans(line_count: int, covered: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
     """The drafted windows of a file of ``line_count`` lines, as 0-based ``(start, stop)``
     line slices: runs of the lines no ``covered`` (1-based, inclusive) span holds, cut every
@@ -189,38 +110,6 @@ def _window_spans(line_count: int, covered: Iterable[tuple[int, int]]) -> list[t
         spans.append((line, stop))
         line = stop
     return spans
-
-
-@dataclass(frozen=True)
-class StoredPlaces:
-    """Where a drafted file's stored chunks are now."""
-
-    # The chunks the draft was given, by id: the lines (first, last) their text is at now, or
-    # None where it changed.
-    by_id: dict[str, tuple[int, int] | None]
-    # The places of the kept ones by their content (see rag_lsp.store.chunk_ids), for chunks
-    # written since the draft was made: the update of an earlier save (a save during that
-    # update) writes the file's unchanged chunks at lines of their own, under ids of their own.
-    by_content: dict[str, list[tuple[int, int]]]
-
-    @classmethod
-    def of(cls, stored: Iterable[dict], kept: dict[str, tuple[int, int]]) -> StoredPlaces:
-        by_content: dict[str, list[tuple[int, int]]] = {}
-        for chunk_id, place in kept.items():
-            by_content.setdefault(content_key(chunk_id), []).append(place)
-        return cls({row["id"]: kept.get(row["id"]) for row in stored}, by_content)
-
-    def place(self, row: dict) -> tuple[int, int] | None:
-        """Where ``row``'s chunk is now, if the file still holds it."""
-        if row["id"] in self.by_id:
-            return self.by_id[row["id"]]
-        places = self.by_content.get(content_key(row["id"]))
-        if not places:
-            return None
-        return min(places, key=lambda place: abs(place[0] - row["start_line"]))
-
-    def kept(self) -> int:
-        return sum(place is not None for place in self.by_id.values())
 
 
 @dataclass(frozen=True)
@@ -310,7 +199,7 @@ class DraftIndex:
         """Hold ``path``'s text (already redacted as indexing would) in place of what it held;
         ``""`` for a file that will not be indexed; ``saved``: a changed file ahead of its
         update, not a new file of a run; ``gone``: the path no longer exists (a file or a
-        folder); ``stored``: the file's chunks in the index (rows of :data:`STORED_COLUMNS`),
+        folder); ``stored``: the file's chunks in the index (rows of ``STORED_COLUMNS``),
         of which those it still holds stay searchable (:meth:`DraftView.moved_row`) and only
         the rest of its lines is drafted (see also :meth:`keep_stored`). False when full (and
         ``path`` is no longer held)."""
