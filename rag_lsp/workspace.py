@@ -54,7 +54,7 @@ from rag_lsp.store.live_index import LiveIndex
 from rag_lsp.store.manifest import SCHEMA_VERSION, IndexManifest
 from rag_lsp.store.sql import all_of, quote
 from rag_lsp.store.staging import discard, fresh_staging, swap_under_way
-from rag_lsp.store.stored_places import STORED_COLUMNS
+from rag_lsp.store.stored_places import STORED_COLUMNS, read_stored
 from rag_lsp.store.writer_lock import LockOwner
 
 log = logging.getLogger(__name__)
@@ -439,16 +439,11 @@ class Workspace:
 
     def _stored_chunks(self, rel_paths: list[str]) -> dict[str, list[dict]]:
         """These files' chunks in the index (what a draft of them keeps: see
-        ``DraftIndex.add``), by path; none when there is no index to read, or it cannot be
-        read now (the draft then holds their words alone, and the read's fault is left for a
-        search to report)."""
+        ``DraftIndex.add``), by path; none without an index, or when it cannot be read now."""
         if not self.has_index():
             return {}
-        try:
-            return self._read(lambda store: store.chunks_of(rel_paths, STORED_COLUMNS))
-        except (RagLspError, OSError, RuntimeError, ValueError) as exc:
-            log.debug("%s: stored chunks of saved files: %s", self.root, exc)
-            return {}
+        return read_stored(lambda: self._read(
+            lambda store: store.chunks_of(rel_paths, STORED_COLUMNS)))
 
     def compact(self, *, force: bool = False) -> bool:
         """Compact the tables and fold rows written by :meth:`update` into the indexes, if

@@ -504,6 +504,6 @@ def test_the_gone_paths_are_the_deleted_entries_held():
     draft = DraftIndex()
     draft.add("src/auth", "", "", saved=True, gone=True)
     draft.add("src/lru.py", "class LRUCache:\n    pass\n", "python", saved=True)
-    assert draft.gone_paths() == {"src/auth"}
+    assert draft.view().gone == {"src/auth"}
     draft.discard(["src/auth"])
-    assert draft.gone_paths() == frozenset()
+    assert draft.view().gone == frozenset()

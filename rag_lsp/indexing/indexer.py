@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +24,6 @@ from rag_lsp.chunking.definitions import defined_names
 from rag_lsp.config import Settings
 from rag_lsp.embedding.shared_cache import EmbeddingCache
 from rag_lsp.embedding.tokenizer import ModelTokenCounter
-from rag_lsp.errors import RagLspError
 from rag_lsp.indexing.file_text import read_for_index, text_to_index
 from rag_lsp.indexing.lexical_text import lexical_text
 from rag_lsp.indexing.progress import IndexProgress, IndexReport, ProgressCallback
@@ -39,7 +39,7 @@ from rag_lsp.indexing.scan import (
 from rag_lsp.store.chunk_ids import ChunkIds
 from rag_lsp.store.draft import DraftIndex
 from rag_lsp.store.lance_store import ChunkStore, FileRecord
-from rag_lsp.store.stored_places import STORED_COLUMNS
+from rag_lsp.store.stored_places import STORED_COLUMNS, read_stored
 from rag_lsp.terms import text_terms
 
 log = logging.getLogger(__name__)
@@ -288,8 +288,8 @@ class Indexer:
         for at, scanned in enumerate(files):
             self._pause()
             if at % STORED_LOOKUP_FILES == 0:  # what the changed files of the next few hold
-                stored = self._stored_chunks(
-                    [f.path for f in files[at:at + STORED_LOOKUP_FILES] if f.path in known])
+                changed = [f.path for f in files[at:at + STORED_LOOKUP_FILES] if f.path in known]
+                stored = read_stored(partial(self.store.chunks_of, changed, STORED_COLUMNS))
             content, language = read_for_index(scanned, self.settings)
             if not isinstance(content, FileContent):
                 continue  # the run skips it too, and says why
@@ -305,16 +305,6 @@ class Indexer:
                 log.info("draft index full: later files are searchable once embedded")
                 return
             drafted.append(scanned.path)
-
-    def _stored_chunks(self, paths: list[str]) -> dict[str, list[dict]]:
-        """These files' chunks in the index, for their drafts (see DraftIndex.add); none if
-        the read fails: the drafts then hold their words alone, and the run goes on (it meets
-        the fault itself if it lasts)."""
-        try:
-            return self.store.chunks_of(paths, STORED_COLUMNS)
-        except (RagLspError, OSError, RuntimeError, ValueError) as exc:
-            log.debug("stored chunks of %d changed files: %s", len(paths), exc)
-            return {}
 
     def _index_checked(self, files: list[ScannedFile], to_check: set[str],
                        known: dict[str, FileRecord], report: IndexReport, meter: _Meter,

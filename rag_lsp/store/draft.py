@@ -182,12 +182,6 @@ class DraftIndex:
         with self._lock:
             return path in self._by_path
 
-    def gone_paths(self) -> frozenset[str]:
-        """The paths drafted as gone: a stored file is gone when it or a folder above it is
-        one (see :func:`is_gone`)."""
-        with self._lock:
-            return frozenset(self._gone)
-
     def mark(self) -> int:
         """Now, on the clock of adds: an entry added later is newer than what a reader of the
         file after this call has read (see :meth:`discard`)."""

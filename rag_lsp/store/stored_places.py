@@ -7,16 +7,31 @@ draft keeps them, at the lines that text is at now, and drafts only the rest of 
 
 from __future__ import annotations
 
+import logging
 from bisect import bisect_left
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from rag_lsp.errors import RagLspError
 from rag_lsp.store.chunk_ids import content_key
+
+log = logging.getLogger(__name__)
 
 # What a draft reads of a file's stored chunks.
 STORED_COLUMNS = ["id", "path", "start_line", "end_line", "kind", "symbol", "text"]
 # Places of a stored chunk's text tried, at most, nearest where it was first.
 PLACES_TRIED = 16
+
+
+def read_stored(read: Callable[[], dict[str, list[dict]]]) -> dict[str, list[dict]]:
+    """``read()``: changed files' stored chunks, by path. None when the index cannot be read
+    now: their drafts then hold their words alone, and the fault is left for a search, or the
+    run, to meet and report."""
+    try:
+        return read()
+    except (RagLspError, OSError, RuntimeError, ValueError) as exc:
+        log.debug("stored chunks of changed files not read: %s", exc)
+        return {}
 
 
 def unchanged_chunks(lines: Sequence[str], stored: Iterable[dict]) -> dict[str, tuple[int, int]]:
