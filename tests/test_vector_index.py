@@ -11,6 +11,7 @@ from contextlib import contextmanager
 
 import numpy as np
 import pytest
+from lancedb.index import IvfSq
 
 from rag_lsp.store import lance_store, vector_index
 from rag_lsp.store.lance_store import ChunkStore, FileRecord
@@ -98,6 +99,7 @@ def test_past_the_size_optimize_builds_the_index_and_searches_use_it(large_store
     assert not store.large()
     store.optimize()
     assert trained_rows(store._chunks) == ROWS and not store.needs_vector_index()  # noqa: SLF001
+    assert index_types(store) == ["IvfRq"]
     assert store.large()
     assert store.vectors_in_memory() is None  # no matrix is loaded for a large index
     time.sleep(0.3)
@@ -115,6 +117,37 @@ def test_past_the_size_optimize_builds_the_index_and_searches_use_it(large_store
                                                       reverse=True)
         recalls.append(len({r["id"] for r in found} & set(exact_ids(vectors, query, 10))) / 10)
     assert np.mean(recalls) >= 0.95
+
+
+def index_types(store: ChunkStore) -> list[str]:
+    return [index.index_type for index in store._chunks.list_indices()  # noqa: SLF001
+            if tuple(index.columns) == ("vector",)]
+
+
+def test_an_index_of_the_older_kind_answers_until_the_next_optimize_trains_this_kind(
+        large_store):
+    """An index an older rag-lsp built (8-bit scalar quantisation): searches use it, with
+    exact cosines, and the next optimize, which runs even when nothing changed, trains this
+    kind in its place (in the child past the size)."""
+    store, vectors, rng = large_store
+    store._chunks.create_index("vector", name=f"vector_idx_{ROWS}",  # noqa: SLF001
+                               config=IvfSq(distance_type="cosine"))
+    assert index_types(store) == ["IvfSq"] and store.large()
+    by_id = {f"pkg/m{i // 100}.py#{i}": i for i in range(ROWS)}
+    query = clustered(rng, 1)[0]
+    found = store.vector_search(query, 10)
+    assert [r["id"] for r in found] == exact_ids(vectors, query, 10)
+    for row in found:
+        assert row["cosine"] == pytest.approx(float(vectors[by_id[row["id"]]] @ query),
+                                              abs=1e-5)
+    assert store.needs_vector_index() and store.needs_optimize()
+    store.optimize()
+    assert index_types(store) == ["IvfRq"] and trained_rows(store._chunks) == ROWS  # noqa: SLF001
+    assert not store.needs_vector_index() and not store.needs_optimize()
+    found = store.vector_search(vectors[123], 10)  # a stored chunk's own vector: itself first
+    assert found[0]["id"] == "pkg/m1.py#123" and found[0]["cosine"] == pytest.approx(1.0)
+    found = store.vector_search(query, 10)
+    assert len({r["id"] for r in found} & set(exact_ids(vectors, query, 10))) >= 9
 
 
 def test_rows_written_after_the_index_are_found_before_optimize(large_store):

@@ -49,6 +49,7 @@ from rag_lsp.store.vector_index import (
     build_vector_index,
     index_segments,
     needs_training,
+    of_an_older_kind,
     trained_rows,
     trains_in_a_child,
 )
@@ -508,11 +509,13 @@ class ChunkStore:
             finally:
                 self._write_lock.release()
 
-    def _training_state(self) -> tuple[int, int | None, int]:
-        """Rows, rows the ANN index was trained on, and its segments (asked of LanceDB
-        each time: only writers need it, not searches)."""
+    def _training_state(self) -> tuple[int, int | None, int, bool]:
+        """Rows, rows the ANN index was trained on, its segments, and whether it is of an
+        older kind (asked of LanceDB each time: only writers need it, not searches)."""
         _key, rows, trained = self._ann(self._chunks.version)
-        return rows, trained, index_segments(self._chunks) if trained is not None else 0
+        if trained is None:
+            return rows, None, 0, False
+        return rows, trained, index_segments(self._chunks), of_an_older_kind(self._chunks)
 
     @_reports_damage
     def needs_vector_index(self) -> bool:
@@ -939,8 +942,8 @@ class ChunkStore:
             emptied = self._let_go_of_caches()
             with self._moving_rows():
                 self._compact()
-                rows, trained, segments = self._training_state()
-                if needs_training(rows, trained, segments):
+                rows, trained, segments, older_kind = self._training_state()
+                if needs_training(rows, trained, segments, older_kind):
                     with around_rewrite():
                         self._train_and_compact(rows)
             # (a failure after a committed compaction is not damage: the old handles stay)
@@ -964,7 +967,8 @@ class ChunkStore:
                 self._retrain_not_before = time.monotonic() + RETRAIN_AFTER_KILLED_SECONDS
             if outcome is not Outcome.FAILED:
                 return
-            if trained_rows(self._chunks) == rows and index_segments(self._chunks) == 1:
+            if (trained_rows(self._chunks) == rows and index_segments(self._chunks) == 1
+                    and not of_an_older_kind(self._chunks)):
                 self._compact()
                 return
         build_vector_index(self._chunks, rows)

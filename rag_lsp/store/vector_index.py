@@ -3,13 +3,18 @@
 Up to :data:`MATRIX_MAX_ROWS` chunks every vector is held in memory and searched exactly
 (``rag_lsp.store.vector_cache``). Past that the matrix costs more memory than a process should
 hold for one workspace (100k chunks x 384 floats = 154 MB, and as much again while a reload
-reads it after each write), so the writer builds an IVF index with 8-bit scalar-quantised
-vectors (one byte a dimension) and searches ask LanceDB: the quantised vectors of at least
+reads it after each write), so the writer builds an IVF index with RaBitQ-quantised vectors
+(``RQ_BITS`` bits a dimension) and searches ask LanceDB: the quantised vectors of at least
 ``NPROBES`` partitions (more when a filter leaves too few rows in them) pick
 ``limit x REFINE_FACTOR`` candidates, and their full vectors re-rank them, so the cosines a
-search ranks by are exact. Rows written after the index was built are searched exhaustively
-until ``optimize`` folds them in; once the table has grown to ``RETRAIN_GROWTH`` times the
-rows the partitions were trained on, they are trained again.
+search ranks by are exact. LanceDB reads the whole index into its cache after a few searches
+(every partition is probed at these sizes), so its size is memory the searching process
+holds: at 100k chunks 23 MB against 39 for the 8-bit scalar quantisation rag-lsp built before
+the fortieth session, which an ``optimize`` trains again as this kind
+(:func:`of_an_older_kind`; until then it answers searches as before). Rows written after the
+index was built are searched exhaustively until ``optimize`` folds them in; once the table
+has grown to ``RETRAIN_GROWTH`` times the rows the partitions were trained on, they are
+trained again.
 
 LanceDB folds the rows each ``optimize`` finds into a new *segment* of the index (a delta
 index of their own; it merges segments only when a partition outgrows its size), and a query
@@ -26,10 +31,13 @@ Training samples ``SAMPLE_RATE`` rows a partition; LanceDB's default (256,
 nearly every row at 100k chunks) took 4.2 s compacted and 59 s uncompacted, with the same
 recall (1.000).
 
-On 100k real chunks (bench/vector_index.py): recall 1.000 of the exact 10 and 70 nearest,
-13.7 / 16.0 ms (p50 / p95) a query against 9.4 / 11.4 ms for the matrix.
-Product quantisation (48 bytes a chunk) took 63 s to build and found 0.91 of the exact 70
-nearest with a refine factor of 5.
+bench/vector_index.py --kinds sq,rq: on 36k chunks of real code and text (the code
+benchmark's ten repositories and two more indexes) both kinds found all of the exact 10 and 70
+nearest of 190 questions; on 100k chunks with random stand-in vectors, the hardest case, this
+kind found 0.9995 and 0.990 of them (8-bit: 1.000), its index 21 MB on disk against 38, the
+store's vector query 14.9 / 18.1 ms (p50 / p95) against 12.7 / 16.0. Product quantisation
+(48 bytes a chunk) took 63 s to build and found 0.91 of the exact 70 nearest with a refine
+factor of 5; RaBitQ with 3 or 2 bits found 0.93 and 0.82 of them on the random vectors.
 """
 
 from __future__ import annotations
@@ -38,7 +46,7 @@ import os
 import re
 from typing import Any
 
-from lancedb.index import IvfSq
+from lancedb.index import IvfRq
 
 MATRIX_MAX_ROWS = 50_000
 NPROBES = 20
@@ -46,7 +54,15 @@ REFINE_FACTOR = 2
 RETRAIN_GROWTH = 2.0
 MAX_SEGMENTS = 4
 SAMPLE_RATE = 64
-VECTOR_INDEX_TYPES = {"IVF_SQ", "IvfSq"}
+# Bits a dimension in the index's quantised vectors (RaBitQ): 4 found every one of the exact 70
+# nearest of real chunks with refine factor 2, 0.990 of them on random vectors, where 3 bits
+# found 0.929 and 2 bits 0.821 (bench/README.md, "An index of half the size").
+RQ_BITS = 4
+INDEX_TYPES = {"IVF_RQ", "IvfRq"}
+# Indexes an older rag-lsp built: they answer searches (refined, so the cosines are exact)
+# until the next optimize trains the current kind in their place.
+OLDER_INDEX_TYPES = {"IVF_SQ", "IvfSq"}
+VECTOR_INDEX_TYPES = INDEX_TYPES | OLDER_INDEX_TYPES
 # The index's name records the rows it was trained on: vector_idx_<rows>.
 _NAME = re.compile(r"vector_idx_(\d+)")
 
@@ -73,6 +89,13 @@ def index_segments(table: Any) -> int:
     return segments
 
 
+def of_an_older_kind(table: Any) -> bool:
+    """Whether ``table``'s ANN index is of a kind an older rag-lsp built (8-bit scalar
+    quantisation, twice the size of this one's in memory and on disk)."""
+    return any(tuple(index.columns) == ("vector",) and index.index_type in OLDER_INDEX_TYPES
+               for index in table.list_indices())
+
+
 def answers_alone(rows: int, trained: int | None) -> bool:
     """Whether a table of ``rows`` chunks is searched through its ANN index alone (nothing
     held in memory)."""
@@ -87,10 +110,12 @@ def trains_in_a_child(rows: int) -> bool:
     return rows > MATRIX_MAX_ROWS and os.name == "posix"
 
 
-def needs_training(rows: int, trained: int | None, segments: int = 1) -> bool:
+def needs_training(rows: int, trained: int | None, segments: int = 1,
+                   older_kind: bool = False) -> bool:
     """Whether a table of ``rows`` chunks should (re)build its ANN index, trained on
-    ``trained`` rows (None: it has none) and in ``segments`` pieces."""
-    if trained is not None and segments > MAX_SEGMENTS and rows > 0:
+    ``trained`` rows (None: it has none), in ``segments`` pieces, and of an ``older_kind``
+    than this rag-lsp builds."""
+    if trained is not None and (segments > MAX_SEGMENTS or older_kind) and rows > 0:
         return True
     return rows > MATRIX_MAX_ROWS and (trained is None or rows > RETRAIN_GROWTH * trained)
 
@@ -100,7 +125,7 @@ def build_vector_index(table: Any, rows: int) -> None:
     holds the writer lock, or the process that started it does: rag_lsp.store.retraining).
     Until the drop, searches use either: both are complete."""
     name = f"vector_idx_{rows}"
-    config = IvfSq(distance_type="cosine", sample_rate=SAMPLE_RATE)
+    config = IvfRq(distance_type="cosine", num_bits=RQ_BITS, sample_rate=SAMPLE_RATE)
     table.create_index("vector", config=config, name=name, replace=True)
     for index in table.list_indices():
         if (tuple(index.columns) == ("vector",) and index.index_type in VECTOR_INDEX_TYPES
