@@ -15,6 +15,7 @@ from lancedb.index import IvfSq
 
 from rag_lsp.store import lance_store, vector_index
 from rag_lsp.store.lance_store import ChunkStore, FileRecord
+from rag_lsp.store.retraining import Outcome
 from rag_lsp.store.sql import in_list
 from rag_lsp.store.vector_index import index_segments, trained_rows
 
@@ -116,7 +117,11 @@ def test_past_the_size_optimize_builds_the_index_and_searches_use_it(large_store
         assert [r["cosine"] for r in found] == sorted((r["cosine"] for r in found),
                                                       reverse=True)
         recalls.append(len({r["id"] for r in found} & set(exact_ids(vectors, query, 10))) / 10)
-    assert np.mean(recalls) >= 0.95
+    # These clustered vectors are near ties (cosine ~0.92 within a cluster), harder than real
+    # embeddings: over 100 builds of the index (its rotation is random) the mean was 0.93 at
+    # least; the exact 10 of real chunks are all found (bench/README.md, "An index of half
+    # the size").
+    assert np.mean(recalls) >= 0.9
 
 
 def index_types(store: ChunkStore) -> list[str]:
@@ -130,8 +135,7 @@ def test_an_index_of_the_older_kind_answers_until_the_next_optimize_trains_this_
     exact cosines, and the next optimize, which runs even when nothing changed, trains this
     kind in its place (in the child past the size)."""
     store, vectors, rng = large_store
-    store._chunks.create_index("vector", name=f"vector_idx_{ROWS}",  # noqa: SLF001
-                               config=IvfSq(distance_type="cosine"))
+    older_index(store, rows=ROWS - 100)  # another name than the new one's: dropped after
     assert index_types(store) == ["IvfSq"] and store.large()
     by_id = {f"pkg/m{i // 100}.py#{i}": i for i in range(ROWS)}
     query = clustered(rng, 1)[0]
@@ -146,8 +150,28 @@ def test_an_index_of_the_older_kind_answers_until_the_next_optimize_trains_this_
     assert not store.needs_vector_index() and not store.needs_optimize()
     found = store.vector_search(vectors[123], 10)  # a stored chunk's own vector: itself first
     assert found[0]["id"] == "pkg/m1.py#123" and found[0]["cosine"] == pytest.approx(1.0)
-    found = store.vector_search(query, 10)
-    assert len({r["id"] for r in found} & set(exact_ids(vectors, query, 10))) >= 9
+    recalls = []
+    for query in clustered(rng, 10):  # near ties, as above: over 100 builds 0.90 at least
+        found = store.vector_search(query, 10)
+        recalls.append(len({r["id"] for r in found} & set(exact_ids(vectors, query, 10))) / 10)
+    assert np.mean(recalls) >= 0.85
+
+
+def older_index(store: ChunkStore, rows: int) -> None:
+    """The index an older rag-lsp built, as it named it."""
+    store._chunks.create_index("vector", name=f"vector_idx_{rows}",  # noqa: SLF001
+                               config=IvfSq(distance_type="cosine"))
+
+
+def test_an_index_of_the_older_kind_is_replaced_here_when_the_child_fails(large_store,
+                                                                          monkeypatch):
+    """If the retraining's child fails before it trained (it could not start, say), the
+    steps run in this process: the older kind is not taken for a trained index."""
+    store, _vectors, _rng = large_store
+    older_index(store, rows=ROWS)  # the rows it was trained on are the rows there are
+    monkeypatch.setattr(lance_store, "retrain_in_child", lambda *_: Outcome.FAILED)
+    store.optimize()
+    assert index_types(store) == ["IvfRq"] and not store.needs_vector_index()
 
 
 def test_rows_written_after_the_index_are_found_before_optimize(large_store):
@@ -175,18 +199,29 @@ def test_below_the_size_the_matrix_answers_again(large_store, monkeypatch):
 
 
 def test_a_narrow_filter_still_gets_its_nearest_rows(large_store):
-    """A filtered search (a few files of many) returns the rows an exact search returns,
-    in the same order. (LanceDB probes more partitions when a filter leaves too few rows in
-    the first ones; a table this small has too few partitions to show it.)"""
+    """A filtered search (a few files of many) returns the rows an exact search returns
+    (nearly all of them: these vectors are near ties, see above; over 100 builds of the index
+    0.996 at least), nearest first, with their exact cosines. (LanceDB probes more partitions
+    when a filter leaves too few rows in the first ones; a table this small has too few
+    partitions to show it.)"""
     store, vectors, rng = large_store
     store.optimize()
     paths = [f"pkg/m{n}.py" for n in (3, 11)]  # 200 of 2,000 rows
+    by_id = {f"pkg/m{i // 100}.py#{i}": i for i in range(ROWS)}
+    recalls = []
     for _ in range(5):
         query = clustered(rng, 1)[0]
         found = store.vector_search(query, 50, in_list("path", paths))
+        assert len(found) == 50 and {r["path"] for r in found} <= set(paths)
+        ranked = [r["cosine"] for r in found]
+        assert ranked == pytest.approx([float(vectors[by_id[r["id"]]] @ query) for r in found],
+                                       abs=1e-5)
+        assert ranked == sorted(ranked, reverse=True)
         allowed = [i for i in range(ROWS) if f"pkg/m{i // 100}.py" in paths]
         exact = sorted(allowed, key=lambda i: -float(vectors[i] @ query))[:50]
-        assert [r["id"] for r in found] == [f"pkg/m{i // 100}.py#{i}" for i in exact]
+        recalls.append(len({r["id"] for r in found} & {f"pkg/m{i // 100}.py#{i}"
+                                                         for i in exact}) / 50)
+    assert np.mean(recalls) >= 0.95
 
 
 def test_the_index_is_trained_again_once_the_table_has_doubled(large_store):

@@ -27,9 +27,10 @@ Two rules:
   as it follows the writer's versions.
 
 What one version's searches read, measured: 48 MB on the stand-in 100k-chunk index (27 MB of
-full-text index, the rest the ANN index's), ~1 MB of metadata. (Alone, the ANN index is read
-whole within ten searches: 39 MB of 8-bit vectors then, 23 MB of RaBitQ codes since the
-fortieth session; bench/README.md, "An index of half the size".) Real code has more words: the
+full-text index, the rest the ANN index's), ~1 MB of metadata. (Measured apart since, on a
+table of the same vectors alone: LanceDB reads the whole ANN index within ten searches, 39 MB
+of 8-bit vectors, 23 MB of the RaBitQ codes the store builds since the fortieth session;
+bench/README.md, "An index of half the size".) Real code has more words: the
 full-text indexes of lancedb/lance's sources (31k chunks, mostly Rust) took 481 bytes a chunk
 in the cache against 275 for the stand-in's, so ~70 MB at 100k chunks of code. A cache
 smaller than what searches read costs far more than the memory it saves: capped at 16 MB,

@@ -37,7 +37,8 @@ nearest of 190 questions; on 100k chunks with random stand-in vectors, the harde
 kind found 0.9995 and 0.990 of them (8-bit: 1.000), its index 21 MB on disk against 38, the
 store's vector query 14.9 / 18.1 ms (p50 / p95) against 12.7 / 16.0. Product quantisation
 (48 bytes a chunk) took 63 s to build and found 0.91 of the exact 70 nearest with a refine
-factor of 5; RaBitQ with 3 or 2 bits found 0.93 and 0.82 of them on the random vectors.
+factor of 5; on the random vectors RaBitQ with 3 bits found 0.93 of them, with 2 bits 0.82
+(refine factor 3).
 """
 
 from __future__ import annotations
@@ -56,7 +57,8 @@ MAX_SEGMENTS = 4
 SAMPLE_RATE = 64
 # Bits a dimension in the index's quantised vectors (RaBitQ): 4 found every one of the exact 70
 # nearest of real chunks with refine factor 2, 0.990 of them on random vectors, where 3 bits
-# found 0.929 and 2 bits 0.821 (bench/README.md, "An index of half the size").
+# found 0.929, and 2 bits 0.821 even with refine factor 3 (bench/README.md, "An index of half
+# the size").
 RQ_BITS = 4
 INDEX_TYPES = {"IVF_RQ", "IvfRq"}
 # Indexes an older rag-lsp built: they answer searches (refined, so the cosines are exact)
