@@ -122,12 +122,14 @@ def needs_training(rows: int, trained: int | None, segments: int = 1,
     return rows > MATRIX_MAX_ROWS and (trained is None or rows > RETRAIN_GROWTH * trained)
 
 
-def build_vector_index(table: Any, rows: int) -> None:
+def build_vector_index(table: Any, rows: int, config: Any = None) -> None:
     """Train and write the ANN index on ``rows`` rows, then drop any older one (the caller
     holds the writer lock, or the process that started it does: rag_lsp.store.retraining).
-    Until the drop, searches use either: both are complete."""
+    Until the drop, searches use either: both are complete. ``config``: another kind of
+    index than this one's (bench/vector_index.py compares them)."""
     name = f"vector_idx_{rows}"
-    config = IvfRq(distance_type="cosine", num_bits=RQ_BITS, sample_rate=SAMPLE_RATE)
+    if config is None:
+        config = IvfRq(distance_type="cosine", num_bits=RQ_BITS, sample_rate=SAMPLE_RATE)
     table.create_index("vector", config=config, name=name, replace=True)
     for index in table.list_indices():
         if (tuple(index.columns) == ("vector",) and index.index_type in VECTOR_INDEX_TYPES
