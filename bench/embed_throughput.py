@@ -7,7 +7,8 @@ varied length. Tokens = sum of ``OnnxEmbedder.token_lengths`` (real word-pieces 
 and [SEP], cut at 256): padding is not counted, so wasted padding shows up as lower tokens/s.
 
     .venv/bin/python bench/embed_throughput.py                  # sentence-transformers skipped
-    /tmp/stenv/bin/python bench/embed_throughput.py --threads 2 # with it (see README)
+    /tmp/stenv/bin/python bench/embed_throughput.py             # with it (see README)
+    /tmp/stenv/bin/python bench/embed_throughput.py --threads 2 # every core of a 2-core machine
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from rag_lsp.chunking import chunk_document, language_for
+from rag_lsp.config import Settings
 from rag_lsp.embedding.embedder import OnnxEmbedder
 from rag_lsp.embedding.tokenizer import ModelTokenCounter, load_tokenizer
 
@@ -120,8 +122,10 @@ def main() -> int:
     parser.add_argument("--texts", type=int, default=1200, help="number of texts (default 1200)")
     parser.add_argument("--code-share", type=float, default=0.6, help="fraction of code chunks")
     parser.add_argument("--rounds", type=int, default=3, help="repeat rounds (default 3)")
-    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1,
-                        help="ORT intra-op threads (and torch threads)")
+    parser.add_argument("--threads", type=int, default=Settings().indexing_threads(),
+                        help="ORT intra-op threads (and torch threads); default: what indexing "
+                             "uses by default (indexThreads: one core fewer than the machine "
+                             "has, at least 1)")
     parser.add_argument("--batch-sizes", default="8,16,32", help="batch sizes for ours")
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--out", type=Path, default=RESULTS / "embed_throughput.json")
