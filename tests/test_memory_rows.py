@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
 import pytest
 
+from rag_lsp.config import Settings
 from rag_lsp.store import lance_store
 from rag_lsp.store.lance_store import ROW_COLUMNS, ChunkStore
 from rag_lsp.store.vector_cache import VectorMatrix
 from rag_lsp.workspace import Workspace
+from tests.conftest import indexed_sample
 
 QUERIES = ("follow redirects", "how are passwords hashed and checked", "LRUCache",
            "least recently used eviction", "setup and install")
@@ -130,3 +133,41 @@ def test_a_reexport_file_is_ranked_on_its_text(tmp_path, embedder, monkeypatch, 
     assert from_memory[1][0].path == "web/limits.ts"
     monkeypatch.setattr(VectorMatrix, "rows_at", lambda self, positions: None)
     assert [ws.search(q).results for q in queries] == from_memory
+
+
+def test_an_edit_then_a_compaction_leave_the_copy_answering_as_a_fresh_load(
+        tmp_path, embedder, monkeypatch):
+    """An edit appends the file's new rows to the in-memory copy and masks its old ones; a
+    compaction then moves every row. The copy takes the new row ids in place, the masked
+    rows kept (no second copy beside it, which was a re-index's peak), and answers as a
+    fresh process's load of the compacted table does."""
+    workspace = indexed_sample(tmp_path, embedder)
+    store = loaded_store(workspace, text_held=True)
+    client = workspace.root / "src/http/client.py"
+    client.write_text(client.read_text(encoding="utf-8") + '''
+
+def retry_later(request, delay=2.0):
+    """Send the request again once the delay has passed."""
+    return request
+''', encoding="utf-8")
+    workspace.update(["src/http/client.py"])
+    patched = store.vectors_in_memory()
+    assert patched is not None and patched.alive is not None and not patched.alive.all()
+    monkeypatch.setattr(ChunkStore, "needs_optimize", lambda self: True)
+    workspace.index()  # nothing to write: it compacts
+    moved = store.vectors_in_memory()
+    assert moved is not None and moved.version > patched.version
+    assert moved.alive is not None and np.shares_memory(moved.vectors, patched.vectors)
+    assert (moved.row_ids[moved.alive] != patched.row_ids[patched.alive]).any()  # moved
+
+    queries = (*QUERIES, "send the request again after a delay")
+
+    def answers(ws: Workspace) -> list:
+        return [[(r.path, r.start_line, round(r.score, 5)) for r in ws.search(q).results]
+                for q in queries]
+
+    fresh = Workspace.open(workspace.root, Settings.from_dict({}), embedder=embedder)
+    loaded = loaded_store(fresh, text_held=True).vectors_in_memory()
+    assert loaded is not None and loaded.alive is None  # a load holds no masked rows
+    assert answers(workspace) == answers(fresh)
+    assert answers(workspace)[-1][0][0] == "src/http/client.py"

@@ -390,7 +390,7 @@ def test_appended_rows_go_into_the_room_after_the_vectors():
     assert other.vector_of(300) is not None and second.vector_of(300) is None
 
 
-def test_a_compaction_of_a_patched_copy_relabels_only_the_live_rows():
+def test_a_compaction_of_a_patched_copy_relabels_its_live_rows_in_place():
     rng = np.random.default_rng(8)
     rows = chunk_rows(rng, "a.py", 20, 0) + chunk_rows(rng, "b.py", 3, 100)
     matrix = VectorMatrix.from_batches(1, [as_batch(rows)], 23, DIM, KEPT, 10**6)
@@ -401,8 +401,12 @@ def test_a_compaction_of_a_patched_copy_relabels_only_the_live_rows():
     live = (rows[:20] + written)[::-1]
     moved = patched.relabelled(3, pa.array([r["id"] for r in live]),
                                np.arange(500, 521, dtype=np.uint64))
-    assert moved is not None and moved.alive is None and len(moved.row_ids) == 21
-    assert moved.terms is not None and len(moved.terms) == 21 and moved.holds_text
+    # No copy beside the patched one (that copy was a re-index's peak): the 3 replaced rows
+    # stay masked under their old row ids.
+    assert moved is not None and moved.live_rows == 21 and len(moved.row_ids) == 24
+    assert np.shares_memory(moved.vectors, patched.vectors) and moved.columns is patched.columns
+    assert sorted(moved.row_ids[~moved.alive].tolist()) == [100, 101, 102]
+    assert moved.terms is not None and moved.holds_text
     # Searches answer as a load of these rows (in the order the copy keeps them: ties go
     # to the earlier row) would.
     moved_ids = {r["id"]: row_id for r, row_id in zip(live, range(500, 521), strict=True)}
@@ -411,6 +415,23 @@ def test_a_compaction_of_a_patched_copy_relabels_only_the_live_rows():
     assert everything_found(moved) == everything_found(fresh)
     for row, row_id in zip(live, range(500, 521), strict=True):
         np.testing.assert_array_equal(moved.vector_of(row_id), row["vector"])
+    in_place = [{**r, "_rowid": moved_ids[r["id"]]} for r in rows[:20] + written]
+    assert_answers_as_loaded(moved, in_place, rng)
+    # Later patches go on from it, appending (b.py again, one chunk keeping its id), and a
+    # second compaction relabels a matrix that still has masked rows, one of them under an
+    # id a live row now has too.
+    rewritten = [{**chunk_rows(rng, "b.py", 1, 600)[0], "id": written[0]["id"]}]
+    again = moved.patched(4, ["b.py"], [as_batch(rewritten)], 10**6)
+    assert again is not None and again.alive is not None and again.live_rows == 21
+    assert np.shares_memory(again.vectors, moved.vectors)  # appended, not copied
+    assert_answers_as_loaded(again, in_place[:20] + rewritten, rng)
+    live_again = in_place[:20] + rewritten
+    second = again.relabelled(5, pa.array([r["id"] for r in live_again]),
+                              np.array([100 + n for n in range(21)], dtype=np.uint64))
+    assert second is not None and second.live_rows == 21 and len(second.row_ids) == 25
+    assert 100 in second.row_ids[~second.alive].tolist()  # a masked row's id, now a live one's
+    assert_answers_as_loaded(second, [{**r, "_rowid": 100 + n}
+                                      for n, r in enumerate(live_again)], rng)
 
 
 def test_text_over_its_budget_with_the_masked_rows_is_kept_as_a_load_keeps_it():
