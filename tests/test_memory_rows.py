@@ -138,7 +138,7 @@ def test_a_reexport_file_is_ranked_on_its_text(tmp_path, embedder, monkeypatch, 
 def test_an_edit_then_a_compaction_leave_the_copy_answering_as_a_fresh_load(
         tmp_path, embedder, monkeypatch):
     """An edit appends the file's new rows to the in-memory copy and masks its old ones; a
-    compaction then moves every row. The copy takes the new row ids in place, the masked
+    compaction then moves rows to new row ids. The copy takes the new row ids in place, the masked
     rows kept (no second copy beside it, which was a re-index's peak), and answers as a
     fresh process's load of the compacted table does."""
     workspace = indexed_sample(tmp_path, embedder)

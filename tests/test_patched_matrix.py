@@ -424,8 +424,8 @@ def test_a_compaction_of_a_patched_copy_relabels_its_live_rows_in_place():
     again = moved.patched(4, ["b.py"], [as_batch(rewritten)], 10**6)
     assert again is not None and again.alive is not None and again.live_rows == 21
     assert np.shares_memory(again.vectors, moved.vectors)  # appended, not copied
-    assert_answers_as_loaded(again, in_place[:20] + rewritten, rng)
     live_again = in_place[:20] + rewritten
+    assert_answers_as_loaded(again, live_again, rng)
     second = again.relabelled(5, pa.array([r["id"] for r in live_again]),
                               np.array([100 + n for n in range(21)], dtype=np.uint64))
     assert second is not None and second.live_rows == 21 and len(second.row_ids) == 25

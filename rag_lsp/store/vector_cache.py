@@ -193,7 +193,7 @@ class VectorMatrix:
         return len(self.row_ids) if self.alive is None else int(np.count_nonzero(self.alive))
 
     def patched(self, version: int, paths: Iterable[str], batches: Iterable[pa.RecordBatch],
-                text_bytes: int, *, compact: bool = False) -> VectorMatrix | None:
+                text_bytes: int) -> VectorMatrix | None:
         """The matrix of ``version``, a table version that differs from this one's only in
         the rows of ``paths``: this matrix's rows of other paths (their row ids unchanged,
         as an append, a delete or a merge of some files leaves them), then the rows of
@@ -204,7 +204,7 @@ class VectorMatrix:
         instead of a copy of every row (a one-file patch at 12k chunks: 3.1 against 20.9 ms
         in memory, and no second copy held meanwhile; bench/patch_cost.py). Past
         ``DEAD_SHARE_MAX`` of the rows masked out or appended, with text over its budget
-        counting the masked rows', or with ``compact``, the patch makes one compact copy."""
+        counting the masked rows', the patch makes one compact copy."""
         if self.columns is None:
             return None
         dim = self.vectors.shape[1]
@@ -232,7 +232,7 @@ class VectorMatrix:
         # one compact copy (which counts only the live rows' text, as a load does).
         over_budget = self.holds_text and "text" in new.column_names and (
             self.columns.column("text").nbytes + new.column("text").nbytes > text_bytes)
-        if (compact or over_budget or dead > DEAD_SHARE_MAX * rows
+        if (over_budget or dead > DEAD_SHARE_MAX * rows
                 or self.appended_rows + len(added.row_ids) > DEAD_SHARE_MAX * rows):
             return self._compacted(version, keep, added, added_terms, added_names, new,
                                    text_bytes)
