@@ -1,5 +1,6 @@
-"""The ANN index trained again, and the compaction after it, in a child process
-(rag_lsp.store.retraining): what the child does, and what the store does when it cannot.
+"""The ANN index trained again, and the compaction after it, in a child process; and past a
+size every compaction (rag_lsp.store.retraining): what the child does, and what the store does
+when it cannot.
 
 Real LanceDB and a real child process; the size threshold is lowered so that 2,000 rows make a
 "large" index (see test_vector_index.py, whose store this is).
@@ -24,9 +25,9 @@ import pytest
 from rag_lsp import priority
 from rag_lsp.store import lance_store, retraining, vector_index
 from rag_lsp.store.lance_store import ChunkStore
-from rag_lsp.store.retraining import ENDED_WITH_PARENT, Outcome, retrain_in_child
-from rag_lsp.store.vector_index import build_vector_index, trained_rows
-from tests.test_vector_index import ROWS, filled_store
+from rag_lsp.store.retraining import ENDED_WITH_PARENT, Outcome, compact_in_child, retrain_in_child
+from rag_lsp.store.vector_index import build_vector_index, compacts_in_a_child, trained_rows
+from tests.test_vector_index import ROWS, filled_store, rows_for
 
 PACKAGE_PARENT = Path(retraining.__file__).resolve().parents[2]
 KEEP = timedelta(seconds=60)
@@ -226,7 +227,7 @@ def test_a_child_that_cannot_open_the_index_reports_its_error(tmp_path, caplog):
     assert retrain_in_child(tmp_path / "missing", 10, KEEP) is Outcome.FAILED
     message = caplog.records[-1].getMessage()
     assert "in a child process failed (exit status 1" in message
-    assert "chunks" in message and "training it in this process" in message
+    assert "chunks" in message and "doing it in this process" in message
 
 
 def test_a_child_that_cannot_start_leaves_the_work_to_this_process(tmp_path, monkeypatch,
@@ -297,3 +298,97 @@ def test_every_thread_of_the_child_runs_below_the_searches_priority(large_store,
     assert outcome == [Outcome.DONE] and seen
     expected = min(19, os.getpriority(os.PRIO_PROCESS, 0) + priority.BACKGROUND_NICENESS)
     assert {value for values in seen for value in values} == {expected}
+
+
+# ---- past COMPACT_IN_CHILD_MIN_ROWS, below the ANN index's size: the compaction alone --------
+
+
+@pytest.fixture
+def mid_store(tmp_path, monkeypatch):
+    """A store below the ANN index's size (its in-memory copy loaded) but past the size from
+    which compactions run in a child, lowered below its 2,000 rows."""
+    monkeypatch.setattr(vector_index, "COMPACT_IN_CHILD_MIN_ROWS", ROWS // 2)
+    store, vectors = filled_store(tmp_path / "ix", np.random.default_rng(4))
+    store._vectors._matrix = store._load_vectors()  # noqa: SLF001
+    return store, vectors
+
+
+def test_the_sizes_between_which_compactions_run_in_a_child():
+    """From the size where the compaction weighs on a process holding its in-memory copy, up
+    to the size where nothing is held (past it a child was measured and not adopted)."""
+    low, high = vector_index.COMPACT_IN_CHILD_MIN_ROWS, vector_index.MATRIX_MAX_ROWS
+    assert not compacts_in_a_child(low - 1) and not compacts_in_a_child(high + 1)
+    assert compacts_in_a_child(low) is compacts_in_a_child(high) is (os.name == "posix")
+
+
+def test_past_the_ann_index_size_the_first_compaction_stays_in_this_process(large_store,
+                                                                            monkeypatch):
+    store, _vectors = large_store
+    monkeypatch.setattr(vector_index, "COMPACT_IN_CHILD_MIN_ROWS", 1)
+    commands: list[list[str]] = []
+    on_each_child(monkeypatch, lambda child: commands.append(child.args))
+    store.optimize()
+    assert len(commands) == 1 and commands[0][-1] != "compact"  # the training's child alone
+    assert trained_rows(store._chunks) == ROWS and fragments(store) == 1  # noqa: SLF001
+
+
+def test_past_the_size_the_compaction_runs_in_a_child_and_trains_nothing(mid_store,
+                                                                        monkeypatch):
+    store, vectors = mid_store
+    commands: list[list[str]] = []
+    on_each_child(monkeypatch, lambda child: commands.append(child.args))
+    monkeypatch.setattr(ChunkStore, "_compact",
+                        lambda self: pytest.fail("compacted in the test's process"))
+    store.replace_files([lance_store.FileRecord("pkg/m3.py", 1, 1, "0" * 64, 1)],
+                        rows_for("pkg/m3.py", vectors[300:301], 300))
+    files_before = store._files.version  # noqa: SLF001
+    assert fragments(store) > 1
+    store.optimize()
+    assert len(commands) == 1 and commands[0][-1] == "compact"
+    assert fragments(store) == 1 and trained_rows(store._chunks) is None  # noqa: SLF001
+    assert store._files.version > files_before  # noqa: SLF001 (compacted here)
+    # The copy in memory took the compacted rows' new ids, and answers as a fresh load does.
+    held = store._vectors._matrix  # noqa: SLF001
+    assert held is not None and held.version == store.version()
+    fresh = store._load_vectors()  # noqa: SLF001
+    assert sorted(held.row_ids[held.alive if held.alive is not None else slice(None)]
+                  .tolist()) == sorted(fresh.row_ids.tolist())
+    for row in (5, 300, 1999):
+        assert [r["id"] for r in store.vector_search(vectors[row], 3)] == [
+            r["id"] for r in ChunkStore(store.index_dir, store.dim).vector_search(vectors[row], 3)]
+
+
+def test_a_compaction_child_that_fails_leaves_the_compaction_to_this_process(mid_store,
+                                                                            monkeypatch):
+    store, _vectors = mid_store
+    calls: list[str] = []
+    monkeypatch.setattr(lance_store, "compact_in_child",
+                        lambda *args: calls.append("child") or Outcome.FAILED)
+    store.optimize()
+    assert calls == ["child"] and fragments(store) == 1
+
+
+def test_a_compaction_child_killed_by_a_signal_leaves_the_table_and_starts_none_for_a_while(
+        mid_store, monkeypatch, caplog):
+    store, _vectors = mid_store
+    on_each_child(monkeypatch, lambda child: child.send_signal(signal.SIGKILL))
+    monkeypatch.setattr(ChunkStore, "_compact",
+                        lambda self: pytest.fail("compacted in the test's process"))
+    caplog.set_level(logging.WARNING, logger="rag_lsp.store.retraining")
+    before = fragments(store)
+    store.optimize()
+    assert "compacting" in caplog.text and "ended by signal 9" in caplog.text
+    assert fragments(store) == before  # not compacted here: the server would be next
+    monkeypatch.setattr(subprocess, "Popen", lambda *_a, **_k: pytest.fail("started again"))
+    store.optimize()
+    assert fragments(store) == before
+    # the training's back-off is its own (a table that grows past the size trains at once)
+    assert store._train_not_before == 0.0  # noqa: SLF001
+
+
+def test_the_child_told_to_compact_only_does_not_train(large_store):
+    """The compaction alone is what it was asked for (the child does not look at the size:
+    this table is past the ANN index's size in this process only)."""
+    store, _vectors = large_store
+    assert compact_in_child(store.index_dir, ROWS, KEEP) is Outcome.DONE
+    assert fragments(store) == 1 and trained_rows(store._chunks) is None  # noqa: SLF001

@@ -39,7 +39,7 @@ from rag_lsp.store.lance_queries import nearest_rows, text_rows
 from rag_lsp.store.manifest import REBUILD_HINT
 from rag_lsp.store.private import private_dir
 from rag_lsp.store.replacing import Replacing, read_marker, visible_version, write_marker
-from rag_lsp.store.retraining import Outcome, retrain_in_child
+from rag_lsp.store.retraining import Outcome, compact_in_child, retrain_in_child
 from rag_lsp.store.sql import all_of, in_list
 from rag_lsp.store.vector_cache import VectorCache, VectorMatrix, while_process_runs
 from rag_lsp.store.vector_index import (
@@ -47,6 +47,7 @@ from rag_lsp.store.vector_index import (
     answers_alone,
     approximate,
     build_vector_index,
+    compacts_in_a_child,
     index_segments,
     needs_training,
     of_an_older_kind,
@@ -75,11 +76,11 @@ MAX_OLD_VERSIONS = 32
 # Up to POSTINGS_MAX_ROWS a process's searches answer from its postings in memory, and only
 # a search before they load (a one-shot `rag-lsp search`) pays; past it every search does.
 MAX_UNINDEXED_ROWS = 512
-# After a retraining's child was killed by a signal (the system out of memory, likely) or ended
-# past its deadline, a run that compacts every few batches would start one again each time: not
-# before this long (the table is searched as it is meanwhile, its ANN index in more segments or
-# trained on fewer rows).
-RETRAIN_AFTER_KILLED_SECONDS = 600.0
+# After a child's retraining or compaction was killed by a signal (the system out of memory,
+# likely) or ended past its deadline, a run that compacts every few batches would start one
+# again each time: no child for that work before this long (the table is searched as it is
+# meanwhile, in more fragments, its ANN index in more segments or trained on fewer rows).
+CHILD_AFTER_KILLED_SECONDS = 600.0
 
 
 # What a search hands back per chunk: not the vector (4 × 384 bytes) or the full-text copy,
@@ -259,9 +260,10 @@ class ChunkStore:
             self._view_folder = _identity(self._chunks_dir())
             self._view_lock = threading.Lock()
             self._fts_ready = self._has_fts_index()
-            # monotonic time before which no retraining is tried (one was killed: see
-            # _train_and_compact)
-            self._retrain_not_before = 0.0
+            # monotonic times before which no retraining, and no compaction in a child, is
+            # tried (one was killed: see _train_and_compact, _compact_first)
+            self._train_not_before = 0.0
+            self._compact_not_before = 0.0
             # The chunks version from which this process knows the full-text index is there
             # (0: any version a read can see); a read of an older one checks (text_search).
             self._fts_since = 0
@@ -932,7 +934,9 @@ class ChunkStore:
         26 fragments, and their deleted rows, that 25 segments had kept apart).
         The training and that second compaction, which rewrites every row (the highest peak
         of memory at 100k chunks), run in a child process (:mod:`rag_lsp.store.retraining`),
-        inside ``around_rewrite()``: the caller's chance to set other memory aside. Before
+        inside ``around_rewrite()``: the caller's chance to set other memory aside. The first
+        compaction runs in a child too between two sizes (:meth:`_compact_first`), outside
+        ``around_rewrite()``: it takes a second or two. Before
         the first compaction the store connects again, with empty caches, if the ones it has
         hold enough to matter (:meth:`_let_go_of_caches`); after, if the table changed: what
         LanceDB cached of the versions before is of no more use (see lance_caches)."""
@@ -941,7 +945,7 @@ class ChunkStore:
             before = self._chunks.version
             emptied = self._let_go_of_caches()
             with self._moving_rows():
-                self._compact()
+                self._compact_first()
                 rows, trained, segments, older_kind = self._training_state()
                 if needs_training(rows, trained, segments, older_kind):
                     with around_rewrite():
@@ -952,6 +956,28 @@ class ChunkStore:
         if refitted or emptied:
             self._warm_caches()
 
+    def _compact_first(self) -> None:
+        """The compaction every :meth:`optimize` starts with: between two sizes in a child
+        process (:func:`~rag_lsp.store.vector_index.compacts_in_a_child`), here if that one
+        fails. One killed by a signal, or ended past its deadline, leaves the chunks table as
+        far as it got (committed or not: a version it committed is relabelled as any), the
+        files table, small, is compacted here, and for a while the chunks table is not
+        compacted at all: a run optimizes every few batches, and at these sizes searches
+        answer from the in-memory copy, whatever the fragments."""
+        rows = self._chunks.count_rows()
+        if compacts_in_a_child(rows):
+            if time.monotonic() < self._compact_not_before:
+                self._files.optimize(cleanup_older_than=_KEEP_OLD_VERSIONS)
+                return
+            outcome = compact_in_child(self.index_dir, rows, _KEEP_OLD_VERSIONS,
+                                       self._caches_following_versions())
+            if outcome in (Outcome.KILLED, Outcome.TIMED_OUT):
+                self._compact_not_before = time.monotonic() + CHILD_AFTER_KILLED_SECONDS
+            if outcome is not Outcome.FAILED:
+                self._files.optimize(cleanup_older_than=_KEEP_OLD_VERSIONS)
+                return
+        self._compact()
+
     def _train_and_compact(self, rows: int) -> None:
         """Train the ANN index on ``rows`` rows and compact after: past the size in a child
         process (see :mod:`rag_lsp.store.retraining`), here if that one fails (not the
@@ -959,12 +985,12 @@ class ChunkStore:
         or ended past its deadline, is not followed by the same work here, nor by another
         child for a while."""
         if trains_in_a_child(rows):
-            if time.monotonic() < self._retrain_not_before:
+            if time.monotonic() < self._train_not_before:
                 return
             outcome = retrain_in_child(self.index_dir, rows, _KEEP_OLD_VERSIONS,
                                        self._caches_following_versions())
             if outcome in (Outcome.KILLED, Outcome.TIMED_OUT):
-                self._retrain_not_before = time.monotonic() + RETRAIN_AFTER_KILLED_SECONDS
+                self._train_not_before = time.monotonic() + CHILD_AFTER_KILLED_SECONDS
             if outcome is not Outcome.FAILED:
                 return
             if (trained_rows(self._chunks) == rows and index_segments(self._chunks) == 1

@@ -1,4 +1,6 @@
-"""The ANN index trained again, and the compaction after it, in a child process.
+"""The ANN index trained again, and the compaction after it, in a child process; and, from
+10k chunks up to the size where the ANN index takes over, every compaction of the chunks table
+(see :func:`rag_lsp.store.vector_index.compacts_in_a_child`).
 
 Why: at 100k chunks these two steps each hold on the order of the vector column (150 MB) for a
 few seconds to half a minute, and LanceDB 0.40 offers no setting that bounds it (bench/README.md,
@@ -18,6 +20,12 @@ held ~30-40 MB more then (PSS); the steps took about as long. Meanwhile the mode
 session is set aside (``around_rewrite``), so the machine holds less than while indexing
 embeds.
 
+A compaction alone is short (~1-2 s at 24k chunks) and comes once one is due, every few
+batches of a run: the bulk session stays, and for those seconds the machine holds ~110-120 MB
+more (PSS) while the server holds ~45-60 MB less at its peak. That peak is the server's own,
+which decides how close it comes to its memory target and which process the kernel ends
+first when memory runs out (this child, see below).
+
 The parent holds the writer lock throughout and writes nothing meanwhile; its handles read
 with a consistency interval of 0, so they see the child's versions as soon as it commits
 (and it connects again after each, so that its caches do not keep the versions before:
@@ -28,11 +36,12 @@ failure LanceDB would raise there is then raised where it always was. If a signa
 server's process is not the place to try again; the store tries again in a child later. So
 too when the child has not finished long after it should have (:func:`deadline_seconds`): the
 parent ends it rather than hold the writer lock, and indexing, for good. Off
-POSIX, and below the size past which the ANN index holds the vectors (a small table trains in
-well under a second), the steps run in the caller's process, as before.
+POSIX, and below the sizes (a small table trains and compacts in well under a second), the
+steps run in the caller's process, as before.
 
 Both ends are here. The child is ``python -m rag_lsp.store.retraining INDEX_DIR ROWS
-KEEP_SECONDS NICENESS``; it ends by itself when its standard input closes (the parent exited).
+KEEP_SECONDS NICENESS [compact]`` (``compact``: the compaction alone); it ends by itself when
+its standard input closes (the parent exited).
 """
 
 from __future__ import annotations
@@ -67,6 +76,7 @@ OOM_SCORE_ADJ = 1000  # the highest: this child goes first (see _first_to_go_whe
 # day's uncompacted fragments (bench/README.md); 700 s at 100k chunks.
 DEADLINE_MIN_SECONDS = 600.0
 DEADLINE_SECONDS_PER_ROW = 0.001
+_COMPACT_ONLY = "compact"  # the child's last argument when it compacts only
 
 
 class Outcome(enum.Enum):
@@ -77,7 +87,7 @@ class Outcome(enum.Enum):
 
 
 def deadline_seconds(rows: int) -> float:
-    """How long a child training on ``rows`` rows may take before it is ended."""
+    """How long a child working on ``rows`` rows may take before it is ended."""
     return DEADLINE_MIN_SECONDS + DEADLINE_SECONDS_PER_ROW * rows
 
 
@@ -91,6 +101,22 @@ def retrain_in_child(index_dir: Path, rows: int, keep_old_versions: timedelta,
     out of memory, which the same steps in the server's process would bring on the server.
     ``TIMED_OUT`` (logged) when it ran past :func:`deadline_seconds` and was ended: whatever
     held it up would likely hold up the same steps here."""
+    return _in_child(index_dir, rows, keep_old_versions, while_waiting, train=True)
+
+
+def compact_in_child(index_dir: Path, rows: int, keep_old_versions: timedelta,
+                     while_waiting: Callable[[], None] = lambda: None) -> Outcome:
+    """Compact the chunks table of ``rows`` rows (and fold its new rows into its indexes, and
+    drop its old versions, as ``optimize`` does) in a child process, as
+    :func:`retrain_in_child` trains and compacts, with the same outcomes: ``FAILED``, the
+    caller compacts in its own process; ``KILLED`` or ``TIMED_OUT``, not there."""
+    return _in_child(index_dir, rows, keep_old_versions, while_waiting, train=False)
+
+
+def _in_child(index_dir: Path, rows: int, keep_old_versions: timedelta,
+              while_waiting: Callable[[], None], *, train: bool) -> Outcome:
+    what = "train the ANN index of" if train else "compact"
+    doing = "training the ANN index of" if train else "compacting"
     package_parent = str(Path(__file__).resolve().parents[2])
     errors = None
     try:
@@ -100,14 +126,15 @@ def retrain_in_child(index_dir: Path, rows: int, keep_old_versions: timedelta,
         # absolute index folder.
         child = subprocess.Popen(
             [sys.executable, "-m", "rag_lsp.store.retraining", str(Path(index_dir).absolute()),
-             str(rows), str(keep_old_versions.total_seconds()), str(background_niceness())],
+             str(rows), str(keep_old_versions.total_seconds()), str(background_niceness()),
+             *(() if train else (_COMPACT_ONLY,))],
             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=errors,
             cwd=package_parent, start_new_session=True)  # (Ctrl-C is the parent's to act on)
     except OSError as exc:  # no temporary file either (a full /tmp), or no process
         if errors is not None:
             errors.close()
-        log.warning("cannot start a process to train the ANN index of %s (%s): training it "
-                    "in this one", index_dir, exc)
+        log.warning("cannot start a process to %s %s (%s): doing it in this one", what,
+                    index_dir, exc)
         return Outcome.FAILED
     deadline = time.monotonic() + deadline_seconds(rows)
     ended_here = False
@@ -132,20 +159,21 @@ def retrain_in_child(index_dir: Path, rows: int, keep_old_versions: timedelta,
         errors.seek(0)
         said = errors.read().decode("utf-8", "replace")[-_STDERR_TAIL_CHARS:].strip()
     if ended_here:
-        log.warning("the process training the ANN index of %s had not finished after %.0f s: "
-                    "ended it; the index is searched as it is, and it is not trained in this "
-                    "process%s", index_dir, deadline_seconds(rows), f" ({said})" if said else "")
+        log.warning("the process %s %s had not finished after %.0f s: ended it; the index "
+                    "is searched as it is, and the work is not done in this process%s", doing,
+                    index_dir, deadline_seconds(rows), f" ({said})" if said else "")
         return Outcome.TIMED_OUT
     if status == 0:
         if said:  # LanceDB's warnings, say
-            log.debug("the process that trained the ANN index of %s said: %s", index_dir, said)
+            log.debug("the process %s %s said: %s", doing, index_dir, said)
         return Outcome.DONE
     if status < 0:
-        log.warning("the process training the ANN index of %s was ended by signal %s (out of "
-                    "memory?); it is not trained in this process", index_dir, -status)
+        log.warning("the process %s %s was ended by signal %s (out of memory?); the work is "
+                    "not done in this process", doing, index_dir, -status)
         return Outcome.KILLED
-    log.warning("training the ANN index of %s in a child process failed (exit status %s%s); "
-                "training it in this process", index_dir, status, f": {said}" if said else "")
+    log.warning("%s %s in a child process failed (exit status %s%s); doing it in this "
+                "process", doing[0].upper() + doing[1:], index_dir, status,
+                f": {said}" if said else "")
     return Outcome.FAILED
 
 
@@ -154,7 +182,7 @@ def _call_while_waiting(while_waiting: Callable[[], None]) -> None:
     try:
         while_waiting()
     except Exception:  # noqa: BLE001 - anything, the child's work goes on
-        log.warning("while waiting for the ANN index's training", exc_info=True)
+        log.warning("while waiting for a child process's rewrite of the index", exc_info=True)
 
 
 # ---- the child's end -------------------------------------------------------------------------
@@ -182,7 +210,9 @@ def _first_to_go_when_memory_runs_out() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    index_dir, rows, keep_seconds, niceness = (sys.argv[1:] if argv is None else argv)[:4]
+    args = sys.argv[1:] if argv is None else argv
+    index_dir, rows, keep_seconds, niceness = args[:4]
+    train = args[4:5] != [_COMPACT_ONLY]
     # The parent decides when this ends (it starts this in a session of its own as well, so a
     # terminal's Ctrl-C does not reach it).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -198,7 +228,8 @@ def main(argv: list[str] | None = None) -> int:
 
     # Small caches: neither step reads through them much, and this process lives minutes.
     table = connect(Path(index_dir), new_session(INDEX_CACHE_MIN_BYTES)).open_table(CHUNKS)
-    build_vector_index(table, int(rows))
+    if train:
+        build_vector_index(table, int(rows))
     table.optimize(cleanup_older_than=timedelta(seconds=float(keep_seconds)))
     return 0
 

@@ -78,6 +78,13 @@ def shutting_down() -> bool:
     return not threading.main_thread().is_alive()
 
 
+def _own_copy(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """``batch``'s columns copied into buffers of their own (of their size: a slice's
+    buffers are its whole parent's)."""
+    return pa.RecordBatch.from_arrays([pa.concat_arrays([column]) for column in batch.columns],
+                                      schema=batch.schema)
+
+
 class Room:
     """An array of vectors with room after its rows for those patches append (see
     ``VectorMatrix._appended``). The room goes to one patch at a time: a matrix held by a
@@ -132,7 +139,10 @@ class VectorMatrix:
         times over (Arrow table, combined chunks, NumPy copy), 300 MB more at 100k chunks.
         Batches that also carry ``terms``, ``defines`` and ``path`` give the postings too,
         and ``row_columns``, when they carry them, are kept (see :meth:`rows_at`), with
-        ``text`` when they carry it and all of it takes at most ``text_bytes``. With
+        ``text`` when they carry it and all of it takes at most ``text_bytes``: each batch's
+        copied as it comes, since a batch may be a slice of a larger read, which the slice
+        would keep whole until the end (at 23.7k chunks the load peaked 77 MB above what it
+        then held, 36 MB with the copies; bench/README.md, "The in-memory copy's load"). With
         ``extending``, the postings number terms as that matrix's do (see :meth:`patched`)."""
         vectors = np.empty((rows, dim), dtype=np.float32)
         row_ids = np.empty(rows, dtype=np.uint64)
@@ -163,12 +173,13 @@ class VectorMatrix:
                                    path_words.take(pc.index_in(paths, value_set=unique)))
                 words["defines"].add(batch.column("defines"))
             if kept is not None:
-                kept = (kept + [batch.select(row_columns)]
+                kept = (kept + [_own_copy(batch.select(row_columns))]
                         if set(row_columns) <= set(batch.schema.names) else None)
             if texts is not None and "text" in batch.schema.names:
                 text = batch.column("text")
                 text_total += text.nbytes
-                texts = texts + [text] if text_total <= text_bytes else None  # over: none
+                texts = (texts + [pa.concat_arrays([text])] if text_total <= text_bytes
+                         else None)  # over: none
             else:
                 texts = None
             filled += count

@@ -50,6 +50,12 @@ from typing import Any
 from lancedb.index import IvfRq
 
 MATRIX_MAX_ROWS = 50_000
+# Chunks from which a compaction runs in a child process, up to MATRIX_MAX_ROWS (see
+# compacts_in_a_child). A re-index at 23.7k chunks took the language server from 380 MB idle to
+# 472-477, the compaction +50-66 MB of it (bench/README.md, "A server of 1,000 files"); at 12k
+# chunks it added ~54 MB. Below 10k the process is small enough, and a child's start (a run's
+# compaction took ~0.7 s longer, at the background priority) would cost more than it spares.
+COMPACT_IN_CHILD_MIN_ROWS = 10_000
 NPROBES = 20
 REFINE_FACTOR = 2
 RETRAIN_GROWTH = 2.0
@@ -102,6 +108,17 @@ def answers_alone(rows: int, trained: int | None) -> bool:
     """Whether a table of ``rows`` chunks is searched through its ANN index alone (nothing
     held in memory)."""
     return rows > MATRIX_MAX_ROWS and trained is not None
+
+
+def compacts_in_a_child(rows: int) -> bool:
+    """Whether compacting a chunks table of ``rows`` rows is worth a process of its own
+    (rag_lsp.store.retraining): from COMPACT_IN_CHILD_MIN_ROWS up to the size below which
+    the process holds the in-memory copy of every vector and column, under which LanceDB's
+    compaction (of the whole table, each time one is due) came on top. Past that size
+    nothing is held, and a compaction in a child was measured and not adopted (a few MB of
+    the server's RSS for ~60 MB more on the machine: bench/README.md, "Two more tried at
+    100k chunks"). POSIX only (the child's priority, its lifeline)."""
+    return COMPACT_IN_CHILD_MIN_ROWS <= rows <= MATRIX_MAX_ROWS and os.name == "posix"
 
 
 def trains_in_a_child(rows: int) -> bool:
