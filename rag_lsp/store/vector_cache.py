@@ -91,12 +91,25 @@ class Room:
     search only sees its own rows, and a second patch of the same matrix gets a copy instead
     of writing over the first one's rows."""
 
-    def __init__(self, vectors: np.ndarray, rows: int):
-        """A copy of ``vectors`` with room for ``rows`` rows and a quarter more."""
-        self.vectors = np.empty((rows + max(64, rows // 4), vectors.shape[1]), dtype=np.float32)
-        self.vectors[:len(vectors)] = vectors
+    def __init__(self, rows: int, dim: int):
+        """An array for ``rows`` rows, which its maker fills, and a quarter more. The room
+        costs address space, not memory, until patches write to it: the pages of a large
+        array are mapped when first written (see rag_lsp.memory.MMAP_THRESHOLD_BYTES)."""
+        self.vectors = np.empty((rows + max(64, rows // 4), dim), dtype=np.float32)
         self._used = rows
         self._lock = threading.Lock()
+
+    @classmethod
+    def holding(cls, vectors: np.ndarray, rows: int) -> Room:
+        """A copy of ``vectors`` with room for ``rows`` rows and a quarter more."""
+        room = cls(rows, vectors.shape[1])
+        room.vectors[:len(vectors)] = vectors
+        return room
+
+    def fitted(self, rows: int) -> None:
+        """Its maker filled ``rows`` rows (at most those it was made for)."""
+        with self._lock:
+            self._used = rows
 
     def claim(self, rows: int, count: int) -> bool:
         """Whether the ``count`` rows after the first ``rows`` are free for the caller (the
@@ -144,7 +157,10 @@ class VectorMatrix:
         would keep whole until the end (at 23.7k chunks the load peaked 77 MB above what it
         then held, 36 MB with the copies; bench/README.md, "The in-memory copy's load"). With
         ``extending``, the postings number terms as that matrix's do (see :meth:`patched`)."""
-        vectors = np.empty((rows, dim), dtype=np.float32)
+        # A load's vectors go into a room, so that the first patch after it appends there
+        # instead of copying them all into one (see _appended).
+        room = Room(rows, dim) if rows else None
+        vectors = room.vectors if room is not None else np.empty((0, dim), dtype=np.float32)
         row_ids = np.empty(rows, dtype=np.uint64)
         words = {"terms": TermIndexBuilder(extending=extending and extending.terms),
                  "defines": TermIndexBuilder(lower=True,
@@ -157,8 +173,9 @@ class VectorMatrix:
         for batch in batches:
             count = batch.num_rows
             if filled + count > len(row_ids):  # rows were added since they were counted
-                vectors = np.resize(vectors, (filled + count, dim))
                 row_ids = np.resize(row_ids, filled + count)
+            if filled + count > len(vectors):  # past the room too
+                vectors, room = np.resize(vectors, (filled + count, dim)), None
             flat = batch.column("vector").flatten().to_numpy(zero_copy_only=False)
             vectors[filled:filled + count] = flat.reshape(count, dim)
             row_ids[filled:filled + count] = batch.column("_rowid").to_numpy()
@@ -184,6 +201,8 @@ class VectorMatrix:
                 texts = None
             filled += count
         vectors, row_ids = vectors[:filled], row_ids[:filled]
+        if room is not None:
+            room.fitted(filled)
         order = np.argsort(row_ids, kind="stable")
         with_words = with_words and not any(b.overflowed for b in words.values())
         terms = LivePostings.of(words["terms"].finish()) if with_words else None
@@ -193,7 +212,8 @@ class VectorMatrix:
             columns = pa.Table.from_batches(kept).combine_chunks()
             if texts:
                 columns = columns.append_column("text", pa.concat_arrays(texts))
-        return cls(version, row_ids, vectors, row_ids[order], order, terms, names, columns)
+        return cls(version, row_ids, vectors, row_ids[order], order, terms, names, columns,
+                   room=room)
 
     @property
     def holds_text(self) -> bool:
@@ -259,7 +279,7 @@ class VectorMatrix:
         rows, count = len(self.row_ids), len(added.row_ids)
         room = self.room if self.room is not None and self.room.claim(rows, count) else None
         if room is None:  # none left, or another patch of this matrix took it
-            room = Room(self.vectors, rows + count)
+            room = Room.holding(self.vectors, rows + count)
         room.vectors[rows:rows + count] = added.vectors
         row_ids = np.concatenate([self.row_ids, added.row_ids])
         order = np.argsort(added.row_ids, kind="stable")
@@ -300,7 +320,8 @@ class VectorMatrix:
         # for 12k x 384, twice the pages faulted in.
         kept_at = np.flatnonzero(keep)
         kept_rows = len(kept_at)
-        vectors = np.empty((kept_rows + len(added.row_ids), dim), dtype=np.float32)
+        room = Room(kept_rows + len(added.row_ids), dim)  # the patches after it append there
+        vectors = room.vectors[:kept_rows + len(added.row_ids)]
         np.take(self.vectors, kept_at, axis=0, out=vectors[:kept_rows], mode="clip")
         vectors[kept_rows:] = added.vectors
         row_ids = np.concatenate([self.row_ids[keep], added.row_ids])
@@ -309,15 +330,22 @@ class VectorMatrix:
         if self.terms is not None and added_terms is not None:
             terms = self.terms.compacted(keep, added_terms)
             names = self.names.compacted(keep, added_names)
-        kept = self.columns.filter(pa.array(keep))
-        if "text" in kept.column_names and "text" in new.column_names and (
-                kept.column("text").nbytes + new.column("text").nbytes <= text_bytes):
-            new = new.select(kept.column_names)
-        else:  # the text for all rows or none (see ChunkStore.fill_text)
-            kept, new = kept.select(row_columns), new.select(row_columns)
-        columns = pa.concat_tables([kept, new]).combine_chunks()
+        # The text for all rows or none (see ChunkStore.fill_text).
+        column_names = (self.columns.column_names
+                        if "text" in self.columns.column_names and "text" in new.column_names
+                        else row_columns)
+        both = pa.concat_tables([self.columns.select(column_names), new.select(column_names)])
+        rows_kept = pa.array(np.concatenate([keep, np.ones(new.num_rows, dtype=bool)]))
+        # Column by column, each one's kept rows filtered, then joined into one piece, so
+        # that only one column is held twice at a time (the whole table was: ~20 MB at
+        # 23.7k chunks, the peak of a patch that compacts).
+        columns = pa.Table.from_arrays(
+            [both.column(name).filter(rows_kept).combine_chunks() for name in column_names],
+            schema=both.schema)
+        if "text" in column_names and columns.column("text").nbytes > text_bytes:
+            columns = columns.select(row_columns)
         return VectorMatrix(version, row_ids, vectors, row_ids[order], order, terms, names,
-                            columns)
+                            columns, room=room)
 
     def relabelled(self, version: int, ids: pa.Array, row_ids: np.ndarray) -> VectorMatrix | None:
         """The matrix of ``version``, a table version with the same rows as this one's that
