@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from rag_lsp.store import vector_index
+from rag_lsp.store import vector_cache, vector_index
 from rag_lsp.store.lance_store import ChunkStore, FileRecord
 from rag_lsp.store.term_index import TermIndex, TermIndexBuilder
 from rag_lsp.store.vector_cache import DEAD_SHARE_MAX, VectorCache, VectorMatrix
@@ -345,8 +345,9 @@ def everything_found(matrix: VectorMatrix) -> list:
     return found
 
 
+@pytest.mark.parametrize("in_place", [False, True])
 @pytest.mark.parametrize("seed", range(6))
-def test_a_run_of_patches_answers_as_a_load_of_the_same_rows(seed):
+def test_a_run_of_patches_answers_as_a_load_of_the_same_rows(seed, in_place):
     """Rows appended and masked out, or one compact copy past DEAD_SHARE_MAX: either way
     each patched matrix answers as a fresh load; both ways happen in each run."""
     rng = np.random.default_rng(100 + seed)
@@ -366,18 +367,26 @@ def test_a_run_of_patches_answers_as_a_load_of_the_same_rows(seed):
                 written += chunk_rows(rng, path, int(rng.integers(0, 4)), next_id)
                 next_id += 10
         held = matrix.vectors.copy(), everything_found(matrix)
-        patched = matrix.patched(version, changed, [as_batch(written)], 10**6)
+        patched = matrix.patched(version, changed, [as_batch(written)], 10**6,
+                                 in_place=in_place)
         assert patched is not None
-        # A search holding the matrix from before the patch sees it unchanged.
+        # A search holding the matrix from before the patch sees it unchanged, but for a
+        # compaction in place, once its move is done (the store's searches retry then).
         np.testing.assert_array_equal(matrix.vectors, held[0])
         assert everything_found(matrix) == held[1]
-        ways.add("appended" if patched.alive is not None else "compacted")
+        if patched.pending_move is not None:
+            assert patched.alive is None and patched.room is matrix.room
+            patched = patched.settled()
+            assert np.shares_memory(patched.vectors, matrix.vectors)
+            ways.add("compacted in place")
+        else:
+            ways.add("appended" if patched.alive is not None else "compacted")
         assert patched.columns.column(0).num_chunks <= 2  # the load's rows, the appended
         assert patched.appended_rows <= DEAD_SHARE_MAX * len(patched.row_ids)
         rows = [r for r in rows if r["path"] not in changed] + written
         assert_answers_as_loaded(patched, rows, rng)
         matrix = patched
-    assert ways == {"appended", "compacted"}
+    assert ways == {"appended", "compacted in place" if in_place else "compacted"}
 
 
 def test_appended_rows_go_into_the_room_after_the_vectors():
@@ -421,6 +430,68 @@ def test_a_load_and_a_compact_copy_leave_room_for_the_patches_after_them():
     assert after is not None and after.room is compact.room
     assert np.shares_memory(after.vectors, compact.vectors)
     assert_answers_as_loaded(after, rows[40:] + added + rewritten + more, rng)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_move_in_place_puts_every_kept_row_where_a_copy_would(seed):
+    """Rows move towards the start, some far (all but the last dead), some not at all (the
+    first ones), in blocks smaller than the gaps and larger: none is overwritten before it
+    is read."""
+    rng = np.random.default_rng(seed)
+    rows = 3 * vector_cache.MOVE_BLOCK_ROWS // 2
+    vectors = rng.standard_normal((rows + 50, 4)).astype(np.float32)
+    keep = rng.random(rows) < [0.05, 0.5, 0.97, 1.0][seed]
+    keep[:seed * 100] = True
+    added = rng.standard_normal((30, 4)).astype(np.float32)
+    want = np.concatenate([vectors[:rows][keep], added])
+    vector_cache._mover(vectors, np.flatnonzero(keep), added)()  # noqa: SLF001
+    np.testing.assert_array_equal(vectors[:len(want)], want)
+
+
+def test_a_compaction_in_place_moves_the_vectors_within_their_room():
+    """Past DEAD_SHARE_MAX, a patch in place leaves the live vectors' move to the holder of
+    the matrix (see VectorCache.patch) instead of copying them beside it: no second array
+    of every vector (34 MB at 23.7k chunks, a re-index's peak)."""
+    rng = np.random.default_rng(13)
+    rows = chunk_rows(rng, "a.py", 30, 0) + chunk_rows(rng, "b.py", 10, 100)
+    matrix = VectorMatrix.from_batches(1, [as_batch(rows)], 40, DIM, KEPT, 10**6)
+    rewritten = chunk_rows(rng, "b.py", 12, 200)
+    pending = matrix.patched(2, ["b.py", "a.py"], [as_batch(rewritten)], 10**6, in_place=True)
+    assert pending is not None and pending.pending_move is not None
+    assert pending.room is matrix.room and pending.alive is None
+    compact = pending.settled()
+    assert compact.pending_move is None and np.shares_memory(compact.vectors, matrix.vectors)
+    assert_answers_as_loaded(compact, rewritten, rng)
+    # A patch of a matrix whose room a later patch took (a search held it) copies instead.
+    first = compact.patched(3, ["c.py"], [as_batch(chunk_rows(rng, "c.py", 2, 300))], 10**6)
+    assert first is not None and first.room is compact.room
+    again = compact.patched(3, ["b.py"], [as_batch(chunk_rows(rng, "b.py", 9, 400))], 10**6,
+                            in_place=True)
+    assert again is not None and again.pending_move is None and again.room is not compact.room
+
+
+def test_a_search_that_overlapped_a_move_in_place_reads_again(loaded):
+    """VectorCache.consistent: a read during which the held matrix's rows moved is thrown
+    away and made again, on the new matrix."""
+    store, rng = loaded
+    cache = store._vectors  # noqa: SLF001
+    before = held(store)
+    calls = []
+
+    def read():
+        calls.append(store.vectors_in_memory())
+        if len(calls) == 1:  # a write compacts in place while this read runs
+            store.replace_files([record("lib/a.py", 1), record("lib/b.py", 1)],
+                                rows_for("lib/a.py", rng, 1, "alpha")
+                                + rows_for("lib/b.py", rng, 1, "beta"))
+        return len(calls)
+
+    assert cache.consistent(read) == 2
+    after = held(store)
+    assert calls == [before, after] and after.version > before.version
+    assert after.alive is None and np.shares_memory(after.vectors, before.vectors)
+    assert_same_matrix(after, store._load_vectors())  # noqa: SLF001
+    assert cache.consistent(lambda: "once") == "once"  # no move: read once
 
 
 def test_a_compaction_of_a_patched_copy_relabels_its_live_rows_in_place():

@@ -465,7 +465,9 @@ class ChunkStore:
 
     def vectors_in_memory(self) -> VectorMatrix | None:
         """The vectors of the current version in memory, or ``None``: not loaded yet (a
-        reload starts), or a large index, whose ANN index answers (see :meth:`large`)."""
+        reload starts), or a large index, whose ANN index answers (see :meth:`large`). Its
+        vectors are read inside ``VectorCache.consistent``: a compaction of this process's
+        may move them within their array."""
         if self.moved():  # the matrix's row ids belong to the tables swapped out
             return None
         try:
@@ -576,15 +578,14 @@ class ChunkStore:
         """The ``limit`` chunks nearest ``vector``, with their ``cosine``, nearest first
         (rows found in memory have no ``text`` yet when it was over its memory budget: see
         :meth:`fill_text`)."""
-        matrix = None if where else self.vectors_in_memory()
-        if matrix is not None:
-            positions, cosines = matrix.nearest(vector, limit)
-            in_memory = matrix.rows_at(positions)
+        nearest = None if where else self._vectors.consistent(
+            lambda: self._nearest_in_memory(vector, limit))
+        if nearest is not None:
+            cosines, in_memory, row_ids = nearest
             if in_memory is not None and not self.moved():  # else they are of the old tables
-                for row, cosine in zip(in_memory, cosines.tolist(), strict=True):
+                for row, cosine in zip(in_memory, cosines, strict=True):
                     row["cosine"] = cosine
                 return in_memory
-            row_ids = matrix.row_ids[positions].tolist()
             found = self._reading().take_row_ids(row_ids).select([*RESULT_COLUMNS, "_rowid"])
             by_id = {row.pop("_rowid"): row for row in found.to_list()}
             if not self.moved():  # else the rows came from a build swapped in meanwhile
@@ -600,6 +601,16 @@ class ChunkStore:
         for row in rows:
             row["cosine"] = 1.0 - float(row.pop("_distance"))
         return rows
+
+    def _nearest_in_memory(self, vector: np.ndarray, limit: int
+                           ) -> tuple[list[float], list[dict] | None, list[int]] | None:
+        """From the in-memory copy, if there is one: the cosines of the ``limit`` rows
+        nearest ``vector``, their kept columns (``None`` if none were kept) and row ids."""
+        matrix = self.vectors_in_memory()
+        if matrix is None:
+            return None
+        positions, cosines = matrix.nearest(vector, limit)
+        return cosines.tolist(), matrix.rows_at(positions), matrix.row_ids[positions].tolist()
 
     @_reports_damage
     def text_search(self, text: str, limit: int, where: str | None = None, *,
@@ -617,6 +628,12 @@ class ChunkStore:
             self._fts_ready = True
         if self._version_read() < self._fts_since and not self._has_fts_index(self._reading()):
             return []  # this read's version came before the index was built
+        return self._vectors.consistent(
+            lambda: self._text_search_once(text, limit, where, column, with_vectors))
+
+    def _text_search_once(self, text: str, limit: int, where: str | None, column: str,
+                          with_vectors: bool) -> list[dict]:
+        """:meth:`text_search`, its index known to be there."""
         matrix = self.vectors_in_memory()
         if matrix is not None and matrix.terms is not None and not where:
             rows = self._text_search_in_memory(matrix, text, limit, column, with_vectors)
@@ -667,7 +684,7 @@ class ChunkStore:
         for row, at, score in zip(rows, positions, scores.tolist(), strict=True):
             row["_score"] = score
             if with_vectors:
-                row["vector"] = matrix.vectors[at]
+                row["vector"] = matrix.vectors[at].copy()  # its row may move (see consistent)
         return rows
 
     @_reports_damage
@@ -876,7 +893,7 @@ class ChunkStore:
                             .to_batches(VECTOR_LOAD_BATCH_ROWS))
 
         return matrix.patched(self._chunks.version, paths, while_process_runs(changed_rows()),
-                              TEXT_IN_MEMORY_BYTES)
+                              TEXT_IN_MEMORY_BYTES, in_place=True)
 
     def _upsert_files(self, records: Sequence[FileRecord]) -> None:
         if not records:

@@ -21,7 +21,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TypeVar
 
@@ -85,11 +85,36 @@ def _own_copy(batch: pa.RecordBatch) -> pa.RecordBatch:
                                       schema=batch.schema)
 
 
+# Rows a compaction in place moves at a time (each block is copied out first: 6 MB).
+MOVE_BLOCK_ROWS = 4096
+
+
+def _mover(vectors: np.ndarray, kept_at: np.ndarray, added: np.ndarray) -> Callable[[], None]:
+    """The move of the rows ``kept_at`` (ascending) of ``vectors`` to its first rows, in
+    order, then of ``added`` after them. Block by block: a block's rows are copied out
+    before they are written, and go no further than rows already read (the ``i``-th kept
+    row moves to row ``i <= kept_at[i]``), so no row is overwritten before it is read."""
+    def move() -> None:
+        moved = np.flatnonzero(kept_at != np.arange(len(kept_at)))
+        first = int(moved[0]) if len(moved) else len(kept_at)  # rows before stay put
+        # One block buffer for all (a new one each time was mapped and faulted in again),
+        # and a take not in its "raise" mode (that one copies into a buffer of its own).
+        block = np.empty((min(MOVE_BLOCK_ROWS, len(kept_at) - first), vectors.shape[1]),
+                         dtype=vectors.dtype)
+        for start in range(first, len(kept_at), MOVE_BLOCK_ROWS):
+            at = kept_at[start:start + MOVE_BLOCK_ROWS]
+            np.take(vectors, at, axis=0, out=block[:len(at)], mode="clip")
+            vectors[start:start + len(at)] = block[:len(at)]
+        vectors[len(kept_at):len(kept_at) + len(added)] = added
+    return move
+
+
 class Room:
     """An array of vectors with room after its rows for those patches append (see
     ``VectorMatrix._appended``). The room goes to one patch at a time: a matrix held by a
-    search only sees its own rows, and a second patch of the same matrix gets a copy instead
-    of writing over the first one's rows."""
+    search only sees its own rows, and a second patch of the same matrix makes a compact
+    copy instead of writing over the first one's rows. A compaction in place takes the
+    whole array over (see ``VectorMatrix.pending_move``)."""
 
     def __init__(self, rows: int, dim: int):
         """An array for ``rows`` rows, which its maker fills, and a quarter more. The room
@@ -99,17 +124,20 @@ class Room:
         self._used = rows
         self._lock = threading.Lock()
 
-    @classmethod
-    def holding(cls, vectors: np.ndarray, rows: int) -> Room:
-        """A copy of ``vectors`` with room for ``rows`` rows and a quarter more."""
-        room = cls(rows, vectors.shape[1])
-        room.vectors[:len(vectors)] = vectors
-        return room
-
     def fitted(self, rows: int) -> None:
         """Its maker filled ``rows`` rows (at most those it was made for)."""
         with self._lock:
             self._used = rows
+
+    def take_over(self, rows: int, kept: int) -> bool:
+        """Whether the caller, the matrix of the first ``rows`` rows and the last one made
+        in this room, may move ``kept`` rows to the start in place (they fit); if so, the
+        room holds those from now on (see VectorMatrix.pending_move)."""
+        with self._lock:
+            if self._used != rows or kept > len(self.vectors):
+                return False
+            self._used = kept
+            return True
 
     def claim(self, rows: int, count: int) -> bool:
         """Whether the ``count`` rows after the first ``rows`` are free for the caller (the
@@ -142,6 +170,12 @@ class VectorMatrix:
     # (``None``: none), and how many of the rows patches appended (the last ones)
     room: Room | None = None
     appended_rows: int = 0
+    # A compaction in place (see _compacted): the move of the live vectors to their new
+    # rows in the room they share with the matrix patched. Until it has run (see
+    # :meth:`settled`) this matrix's vectors are not its own, and after it that matrix's
+    # are not: the holder runs it as it swaps this one in, readers retrying meanwhile (see
+    # VectorCache.consistent).
+    pending_move: Callable[[], None] | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def from_batches(cls, version: int, batches: Iterable[pa.RecordBatch], rows: int,
@@ -215,6 +249,14 @@ class VectorMatrix:
         return cls(version, row_ids, vectors, row_ids[order], order, terms, names, columns,
                    room=room)
 
+    def settled(self) -> VectorMatrix:
+        """This matrix with its pending move done (see ``pending_move``): from now on the
+        matrix it was patched from must not be read."""
+        if self.pending_move is None:
+            return self
+        self.pending_move()
+        return replace(self, pending_move=None)
+
     @property
     def holds_text(self) -> bool:
         return self.columns is not None and "text" in self.columns.column_names
@@ -224,7 +266,7 @@ class VectorMatrix:
         return len(self.row_ids) if self.alive is None else int(np.count_nonzero(self.alive))
 
     def patched(self, version: int, paths: Iterable[str], batches: Iterable[pa.RecordBatch],
-                text_bytes: int) -> VectorMatrix | None:
+                text_bytes: int, *, in_place: bool = False) -> VectorMatrix | None:
         """The matrix of ``version``, a table version that differs from this one's only in
         the rows of ``paths``: this matrix's rows of other paths (their row ids unchanged,
         as an append, a delete or a merge of some files leaves them), then the rows of
@@ -235,7 +277,9 @@ class VectorMatrix:
         instead of a copy of every row (a one-file patch at 12k chunks: 3.1 against 20.9 ms
         in memory, and no second copy held meanwhile; bench/patch_cost.py). Past
         ``DEAD_SHARE_MAX`` of the rows masked out or appended, with text over its budget
-        counting the masked rows', the patch makes one compact copy."""
+        counting the masked rows', the patch makes one compact copy; ``in_place``, its live
+        vectors move within their room when they fit there, a move left pending (see
+        ``pending_move``) for the holder of this matrix to run."""
         if self.columns is None:
             return None
         dim = self.vectors.shape[1]
@@ -263,23 +307,29 @@ class VectorMatrix:
         # one compact copy (which counts only the live rows' text, as a load does).
         over_budget = self.holds_text and "text" in new.column_names and (
             self.columns.column("text").nbytes + new.column("text").nbytes > text_bytes)
+        # And when the room after the rows is full (or another patch of this matrix took
+        # it): a new array would copy every vector, the masked ones too, where a compaction
+        # copies the live ones, or moves them in place. (A re-index of 10% of 23.7k chunks
+        # three times over filled the room before a quarter was masked out, and the copy
+        # peaked 51 MB above the process; bench/README.md, "The in-memory copy's room and
+        # its compaction".)
         if (over_budget or dead > DEAD_SHARE_MAX * rows
-                or self.appended_rows + len(added.row_ids) > DEAD_SHARE_MAX * rows):
+                or self.appended_rows + len(added.row_ids) > DEAD_SHARE_MAX * rows
+                or self.room is None or not self.room.claim(len(keep), len(added.row_ids))):
             return self._compacted(version, keep, added, added_terms, added_names, new,
-                                   text_bytes)
+                                   text_bytes, in_place)
         return self._appended(version, keep, added, added_terms, added_names, new)
 
     def _appended(self, version: int, keep: np.ndarray, added: VectorMatrix,
                   added_terms: TermIndex | None, added_names: TermIndex | None,
                   new: pa.Table) -> VectorMatrix:
         """Every row of this matrix where it is (those not in ``keep`` masked out), then
-        ``added``'s: their vectors go into the room after this matrix's own (see
-        :class:`Room`), or into a new array with room when there is none. (The text's
-        budget was checked by :meth:`patched`.)"""
+        ``added``'s: their vectors go into the room after this matrix's own, which
+        :meth:`patched` claimed for them (see :class:`Room`; it also checked the text's
+        budget)."""
         rows, count = len(self.row_ids), len(added.row_ids)
-        room = self.room if self.room is not None and self.room.claim(rows, count) else None
-        if room is None:  # none left, or another patch of this matrix took it
-            room = Room.holding(self.vectors, rows + count)
+        room = self.room
+        assert room is not None
         room.vectors[rows:rows + count] = added.vectors
         row_ids = np.concatenate([self.row_ids, added.row_ids])
         order = np.argsort(added.row_ids, kind="stable")
@@ -310,20 +360,31 @@ class VectorMatrix:
 
     def _compacted(self, version: int, keep: np.ndarray, added: VectorMatrix,
                    added_terms: TermIndex | None, added_names: TermIndex | None,
-                   new: pa.Table, text_bytes: int) -> VectorMatrix:
-        """The rows of this matrix in ``keep``, then ``added``'s, in one new copy."""
+                   new: pa.Table, text_bytes: int, in_place: bool = False) -> VectorMatrix:
+        """The rows of this matrix in ``keep``, then ``added``'s, in one new copy; with
+        ``in_place``, the vectors moved within this matrix's room if they fit (see
+        ``pending_move``) instead of copied beside it (at 23.7k chunks a copy of the vectors
+        is 34 MB held twice, the peak of a re-index: bench/README.md, "The in-memory copy's
+        room and its compaction")."""
         dim = self.vectors.shape[1]
         row_columns = [c for c in self.columns.column_names if c != "text"]
-        # Into one new array (a masked copy then a concatenation took 45-80 ms at 12k
-        # chunks). A take not in its "raise" mode: that one (and np.compress, which calls
-        # it) copies into a buffer of its own first, then into ``out``: 10.8 against 3.0 ms
-        # for 12k x 384, twice the pages faulted in.
         kept_at = np.flatnonzero(keep)
         kept_rows = len(kept_at)
-        room = Room(kept_rows + len(added.row_ids), dim)  # the patches after it append there
-        vectors = room.vectors[:kept_rows + len(added.row_ids)]
-        np.take(self.vectors, kept_at, axis=0, out=vectors[:kept_rows], mode="clip")
-        vectors[kept_rows:] = added.vectors
+        rows = kept_rows + len(added.row_ids)
+        pending_move = None
+        if in_place and self.room is not None and self.room.take_over(len(self.row_ids), rows):
+            room = self.room
+            vectors = room.vectors[:rows]
+            pending_move = _mover(room.vectors, kept_at, added.vectors)
+        else:
+            # Into one new array (a masked copy then a concatenation took 45-80 ms at 12k
+            # chunks). A take not in its "raise" mode: that one (and np.compress, which
+            # calls it) copies into a buffer of its own first, then into ``out``: 10.8
+            # against 3.0 ms for 12k x 384, twice the pages faulted in.
+            room = Room(rows, dim)  # the patches after it append there
+            vectors = room.vectors[:rows]
+            np.take(self.vectors, kept_at, axis=0, out=vectors[:kept_rows], mode="clip")
+            vectors[kept_rows:] = added.vectors
         row_ids = np.concatenate([self.row_ids[keep], added.row_ids])
         order = np.argsort(row_ids, kind="stable")
         terms = names = None
@@ -345,7 +406,7 @@ class VectorMatrix:
         if "text" in column_names and columns.column("text").nbytes > text_bytes:
             columns = columns.select(row_columns)
         return VectorMatrix(version, row_ids, vectors, row_ids[order], order, terms, names,
-                            columns, room=room)
+                            columns, room=room, pending_move=pending_move)
 
     def relabelled(self, version: int, ids: pa.Array, row_ids: np.ndarray) -> VectorMatrix | None:
         """The matrix of ``version``, a table version with the same rows as this one's that
@@ -437,7 +498,7 @@ class VectorMatrix:
         while at < len(self.sorted_ids) and self.sorted_ids[at] == row_id:
             row = self.sorted_rows[at]
             if self.alive is None or self.alive[row]:
-                return self.vectors[row]
+                return self.vectors[row].copy()  # its row may move (see pending_move)
             at += 1  # a row masked out (see patched)
         return None
 
@@ -455,6 +516,9 @@ class VectorCache:
         self._last_attempt = float("-inf")
         self._drops = 0  # a load that began before a drop must not bring its matrix back
         self._writing_from: int | None = None  # see writing()
+        # Odd while a compaction in place moves rows (see VectorMatrix.pending_move), and
+        # two more after each: see consistent().
+        self._moves = 0
 
     def current(self, version: int) -> VectorMatrix | None:
         """The matrix if it is of ``version``, or older while this process's own write from
@@ -489,11 +553,26 @@ class VectorCache:
             with self._lock:
                 self._writing_from = None
 
+    def consistent(self, read: Callable[[], T]) -> T:
+        """``read()``, which reads the matrix (and may find it: see :meth:`current`), again
+        until no compaction in place has moved rows under it (see
+        :meth:`VectorMatrix.settled`): a search never waits for one to end, and never keeps
+        what it read while one ran. Anything it returns of the vectors must be a copy."""
+        while True:
+            moves = self._moves
+            if moves % 2:  # a move under way: ~10-30 ms at 23.7k chunks
+                time.sleep(0.002)
+                continue
+            result = read()
+            if self._moves == moves:
+                return result
+
     def patch(self, before: int, patched: Callable[[VectorMatrix], VectorMatrix | None]) -> None:
         """Swap in ``patched(matrix)``, the matrix brought from table version ``before`` to
         the current one by this process's own write (see :meth:`VectorMatrix.patched`), if
-        the matrix held is of ``before``. Otherwise, or if that fails, the next search finds
-        the matrix stale and a reload starts."""
+        the matrix held is of ``before``, with its pending move done (reads under way retry:
+        see :meth:`consistent`). Otherwise, or if that fails, the next search finds the
+        matrix stale and a reload starts."""
         matrix = self._matrix
         if matrix is None or matrix.version != before:
             return
@@ -505,8 +584,19 @@ class VectorCache:
             log.debug("could not patch the vectors in memory: %s", exc)
             return
         with self._lock:
-            if new is not None and self._matrix is matrix:  # not dropped or reloaded meanwhile
+            if new is None or self._matrix is not matrix:  # dropped or reloaded meanwhile
+                return
+            if new.pending_move is None:
                 self._matrix = new
+                return
+            self._moves += 1
+            try:
+                self._matrix = new.settled()
+            except Exception as exc:  # (a block's copy out of memory) rows half moved
+                log.debug("could not compact the vectors in memory: %s", exc)
+                self._matrix = None  # searches ask LanceDB until a reload
+            finally:
+                self._moves += 1
 
     def _reload_soon(self) -> None:
         with self._lock:
