@@ -85,6 +85,8 @@ def _own_copy(batch: pa.RecordBatch) -> pa.RecordBatch:
                                       schema=batch.schema)
 
 
+# Spare rows a room has at least (see Room)
+ROOM_MIN_ROWS = 64
 # Rows a compaction in place moves at a time (each block is copied out first: 6 MB).
 MOVE_BLOCK_ROWS = 4096
 
@@ -120,21 +122,27 @@ class Room:
         """An array for ``rows`` rows, which its maker fills, and a quarter more. The room
         costs address space, not memory, until patches write to it: the pages of a large
         array are mapped when first written (see rag_lsp.memory.MMAP_THRESHOLD_BYTES)."""
-        self.vectors = np.empty((rows + max(64, rows // 4), dim), dtype=np.float32)
+        self.vectors = np.empty((rows + max(ROOM_MIN_ROWS, rows // 4), dim), dtype=np.float32)
         self._used = rows
         self._lock = threading.Lock()
 
     def fitted(self, rows: int) -> None:
-        """Its maker filled ``rows`` rows (at most those it was made for)."""
+        """Its maker filled ``rows`` rows (into the spare ones too, when more came than it
+        was made for)."""
         with self._lock:
             self._used = rows
 
     def take_over(self, rows: int, kept: int) -> bool:
         """Whether the caller, the matrix of the first ``rows`` rows and the last one made
-        in this room, may move ``kept`` rows to the start in place (they fit); if so, the
-        room holds those from now on (see VectorMatrix.pending_move)."""
+        in this room, may move ``kept`` rows to the start in place; if so, the room holds
+        those from now on (see VectorMatrix.pending_move). Not when they would leave less
+        than an eighth of them spare (each patch after would compact again: a new array
+        with a quarter spare does better), nor when they fill less than half the array (its
+        pages stay resident: after a large deletion a right-sized copy is small)."""
+        capacity = len(self.vectors)
         with self._lock:
-            if self._used != rows or kept > len(self.vectors):
+            if (self._used != rows or kept + max(ROOM_MIN_ROWS, kept // 8) > capacity
+                    or kept < capacity // 2):
                 return False
             self._used = kept
             return True
@@ -277,7 +285,9 @@ class VectorMatrix:
         instead of a copy of every row (a one-file patch at 12k chunks: 3.1 against 20.9 ms
         in memory, and no second copy held meanwhile; bench/patch_cost.py). Past
         ``DEAD_SHARE_MAX`` of the rows masked out or appended, with text over its budget
-        counting the masked rows', the patch makes one compact copy; ``in_place``, its live
+        counting the masked rows', or with no room left for the new rows after this
+        matrix's (none, full, or taken by another patch of it), the patch makes one compact
+        copy; ``in_place``, its live
         vectors move within their room when they fit there, a move left pending (see
         ``pending_move``) for the holder of this matrix to run."""
         if self.columns is None:
@@ -598,9 +608,11 @@ class VectorCache:
             self._moves += 1
             try:
                 self._matrix = new.settled()
-            except Exception as exc:  # (a block's copy out of memory) rows half moved
-                log.debug("could not compact the vectors in memory: %s", exc)
+            except BaseException as exc:  # rows half moved (out of memory, an interrupt)
+                log.debug("could not compact the vectors in memory: %r", exc)
                 self._matrix = None  # searches ask LanceDB until a reload
+                if not isinstance(exc, Exception):
+                    raise
             finally:
                 self._moves += 1
 
