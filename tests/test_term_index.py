@@ -59,6 +59,27 @@ def test_an_empty_column():
     assert len(index) == 0 and index.search(["x"], 3)[0].tolist() == []
 
 
+def test_postings_built_in_batches_list_each_terms_rows_once_in_order():
+    # Built batch by batch, some terms repeated within a row, numbered after another index's
+    # vocabulary: each term's rows are those that have it, ascending, once each.
+    rng = np.random.default_rng(7)
+    words = [f"w{i}" for i in range(40)]
+    earlier = TermIndex.build(pa.array(["w3 w5", "old w39"]))
+    builder = TermIndexBuilder(extending=earlier)
+    rows: list[list[str]] = []
+    for size in (5, 1, 0, 17, 9):
+        batch = [" ".join(rng.choice(words, rng.integers(0, 12))) for _ in range(size)]
+        rows += [row.split() for row in batch]
+        builder.add(pa.array(batch, pa.string()))
+    index = builder.finish()
+    assert index.vocabulary["w3"] == earlier.vocabulary["w3"]  # the earlier numbering kept
+    assert index.lengths.tolist() == [len(set(row)) for row in rows]
+    for term, at in index.vocabulary.items():
+        found = index.rows[index.starts[at]:index.starts[at + 1]].tolist()
+        assert found == [n for n, row in enumerate(rows) if term in row], term
+    assert index.starts[-1] == len(index.rows) == sum(len(set(row)) for row in rows)
+
+
 FOLDERS = {7: "router", 3: "session", 9: "cache", 1: "misc"}
 
 
