@@ -13,7 +13,7 @@ import pytest
 
 from rag_lsp.config import Settings
 from rag_lsp.store import lance_store
-from rag_lsp.store.lance_store import ROW_COLUMNS, ChunkStore
+from rag_lsp.store.lance_store import KEPT_COLUMNS, ChunkStore
 from rag_lsp.store.vector_cache import VectorMatrix
 from rag_lsp.workspace import Workspace
 from tests.conftest import indexed_sample
@@ -37,7 +37,7 @@ def loaded_store(workspace: Workspace, text_held: bool) -> ChunkStore:
     while (matrix := store.vectors_in_memory()) is None or matrix.columns is None:
         assert time.monotonic() < deadline, "the ranking columns never loaded into memory"
         time.sleep(0.02)
-    assert matrix.columns.column_names == ROW_COLUMNS + (["text"] if text_held else [])
+    assert matrix.columns.column_names == KEPT_COLUMNS + (["text"] if text_held else [])
     return store
 
 
@@ -64,7 +64,7 @@ def test_results_are_the_same_as_from_rows_read_back(workspace, monkeypatch, tex
     assert any(from_memory) and all(r.snippet for found in from_memory for r in found)
     assert all(h.text for found in chunks for h in found)
 
-    monkeypatch.setattr(VectorMatrix, "rows_at", lambda self, positions: None)
+    monkeypatch.setattr(VectorMatrix, "rows_at", lambda self, positions, terms=(): None)
     read.rows = 0
     assert [workspace.search(q).results for q in QUERIES] == from_memory
     assert [workspace.find_chunks(q, limit=8) for q in QUERIES] == chunks
@@ -131,7 +131,7 @@ def test_a_reexport_file_is_ranked_on_its_text(tmp_path, embedder, monkeypatch, 
     assert [r.path for r in from_memory[0]] == ["pkg/retry.py", "pkg/jitter.py",
                                                 "pkg/__init__.py"]
     assert from_memory[1][0].path == "web/limits.ts"
-    monkeypatch.setattr(VectorMatrix, "rows_at", lambda self, positions: None)
+    monkeypatch.setattr(VectorMatrix, "rows_at", lambda self, positions, terms=(): None)
     assert [ws.search(q).results for q in queries] == from_memory
 
 

@@ -14,6 +14,7 @@ from rag_lsp.store import vector_cache, vector_index
 from rag_lsp.store.lance_store import ChunkStore, FileRecord
 from rag_lsp.store.term_index import TermIndex, TermIndexBuilder
 from rag_lsp.store.vector_cache import DEAD_SHARE_MAX, VectorCache, VectorMatrix
+from rag_lsp.terms import path_terms
 
 DIM = 8
 WORDS = "alpha beta gamma delta epsilon zeta theta kappa lambda sigma omega".split()
@@ -297,7 +298,10 @@ def as_batch(rows: list[dict]) -> pa.RecordBatch:
     return pa.record_batch(list(columns.values()), names=list(columns))
 
 
-KEPT = ["path", "id", "kind", "terms", "defines"]
+# As the store keeps them: each row's terms come from the postings (see rows_at), for the
+# words a search asks about.
+KEPT = ["path", "id", "kind", "defines"]
+ASKED = PATH_WORDS + ["rare", "novel", "absent", "py"]
 
 
 def assert_answers_as_loaded(patched: VectorMatrix, rows: list[dict],
@@ -317,7 +321,11 @@ def assert_answers_as_loaded(patched: VectorMatrix, rows: list[dict],
             assert patched.row_ids[mine].tolist() == fresh.row_ids[theirs].tolist()
             # (a product over more rows may round its last bit differently)
             np.testing.assert_allclose(cosines, want, rtol=0, atol=1e-6)
-            assert patched.rows_at(mine) == fresh.rows_at(theirs)
+            assert patched.rows_at(mine, ASKED) == fresh.rows_at(theirs, ASKED)
+    by_id = {r["_rowid"]: r for r in rows}
+    for row in fresh.rows_at(np.arange(len(rows)), ASKED):  # its own terms and path's
+        own = set(by_id[row["_rowid"]]["terms"].split()) | set(path_terms(row["path"]))
+        assert row["terms"] == " ".join(w for w in ASKED if w in own)
     for index, queries in (("terms", [[w] for w in PATH_WORDS + ["rare", "novel", "absent"]]
                             + [["alpha", "novel"], ["beta", "gamma", "rare"]]),
                            ("names", [["alpha"], ["beta"], ["gamma", "alpha"]])):
@@ -337,11 +345,11 @@ def everything_found(matrix: VectorMatrix) -> list:
     found = []
     for query in SHARED:
         positions, cosines = matrix.nearest(query, 1000)
-        found.append((cosines.tolist(), matrix.rows_at(positions)))
+        found.append((cosines.tolist(), matrix.rows_at(positions, ASKED)))
     for index, terms in (("terms", ["alpha"]), ("terms", ["novel", "beta"]),
                          ("names", ["gamma"])):
         positions, scores = getattr(matrix, index).search(terms, 1000)
-        found.append((scores.tolist(), matrix.rows_at(positions)))
+        found.append((scores.tolist(), matrix.rows_at(positions, ASKED)))
     return found
 
 
@@ -485,28 +493,19 @@ def test_a_compaction_copies_when_its_array_would_be_nearly_full_or_mostly_empty
     rng = np.random.default_rng(14)
     rows = chunk_rows(rng, "a.py", 30, 0) + chunk_rows(rng, "b.py", 10, 100)
     matrix = VectorMatrix.from_batches(1, [as_batch(rows)], 40, DIM, KEPT, 10**6)
-    grown = matrix.patched(2, ["c.py"], [as_batch(chunk_rows(rng, "c.py", 9, 200))], 10**6,
+    added = chunk_rows(rng, "c.py", 9, 200)
+    grown = matrix.patched(2, ["c.py"], [as_batch(added)], 10**6,
                            in_place=True)  # 49 rows of 50: appended
     assert grown is not None and grown.alive is not None and grown.room is matrix.room
     edited = chunk_rows(rng, "b.py", 10, 300)
     full = grown.patched(3, ["b.py"], [as_batch(edited)], 10**6, in_place=True)
     assert full is not None and full.pending_move is None and full.room is not matrix.room
     assert len(full.room.vectors) >= 49 + 49 // 4  # a quarter spare again
-    assert_answers_as_loaded(full, rows[:30] + grown_rows(grown, "c.py") + edited, rng)
+    assert_answers_as_loaded(full, rows[:30] + added + edited, rng)
     gone = matrix.patched(2, ["a.py"], [as_batch([])], 10**6, in_place=True)
     assert gone is not None and gone.pending_move is None and gone.room is not matrix.room
     assert len(gone.room.vectors) < 25 and not np.shares_memory(gone.vectors, matrix.vectors)
     assert_answers_as_loaded(gone, rows[30:], rng)
-
-
-def grown_rows(matrix: VectorMatrix, path: str) -> list[dict]:
-    """The live rows of ``path`` in ``matrix``, as chunk_rows makes them."""
-    found = []
-    for at, row in enumerate(matrix.columns.to_pylist()):
-        if row["path"] == path and (matrix.alive is None or matrix.alive[at]):
-            found.append({**row, "_rowid": int(matrix.row_ids[at]),
-                          "vector": matrix.vectors[at].copy()})
-    return found
 
 
 def in_place_ready(store: ChunkStore, monkeypatch) -> VectorMatrix:

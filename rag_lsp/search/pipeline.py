@@ -133,11 +133,12 @@ def _retrieve(index: SearchIndex, q: QueryAnalysis, mode: str, limit: int, where
     with_vectors = mode == "hybrid" and LEXICAL_COSINES
 
     def full_text(n: int) -> list[dict]:
-        return store.text_search(q.fulltext, n, where, with_vectors=with_vectors)
+        return store.text_search(q.fulltext, n, where, with_vectors=with_vectors,
+                                 terms=q.terms)
 
     def definitions(n: int) -> list[dict]:
         return store.text_search(" ".join(q.identifiers), n, where, column="defines",
-                                 with_vectors=with_vectors)
+                                 with_vectors=with_vectors, terms=q.terms)
 
     text_rows = (_FULL_TEXT.submit(_visible_rows, full_text, limit, shown, lost)
                  if lexical else None)
@@ -148,8 +149,9 @@ def _retrieve(index: SearchIndex, q: QueryAnalysis, mode: str, limit: int, where
                     if mode != "lexical" and index.embed_query is not None else None)
     found: dict[str, Candidate] = {}
     if query_vector is not None:
-        for row in _visible_rows(lambda n: store.vector_search(query_vector, n, where), limit,
-                                 shown, lost):
+        for row in _visible_rows(lambda n: store.vector_search(query_vector, n, where,
+                                                               terms=q.terms),
+                                 limit, shown, lost):
             found[row["id"]] = Candidate(row, row["cosine"])
     for future in (text_rows, definition_rows):
         for row in future.result() if future is not None else ():

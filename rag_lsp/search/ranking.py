@@ -161,7 +161,9 @@ class Candidate:
     def keep_terms(self, wanted: Iterable[str]) -> None:
         """Hold as :attr:`terms` only those of ``wanted`` the chunk has: all that coverage,
         support and cohesion ask of a chunk is which of the query's terms it holds. Splitting
-        every term of a drafted 40-line window (~110) cost ~5 ms a search at 100k chunks."""
+        every term of a drafted 40-line window (~110) cost ~5 ms a search at 100k chunks.
+        (A row from the in-memory copy holds those alone already, its path's words with
+        them: every reader of :attr:`terms` adds the path's words anyway.)"""
         padded = f" {self.row.get('terms', '')} "
         self.terms = frozenset(t for t in wanted if f" {t} " in padded)
 

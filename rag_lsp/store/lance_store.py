@@ -87,10 +87,14 @@ CHILD_AFTER_KILLED_SECONDS = 600.0
 # which only cost time to read (bench: vector search p95 25 -> 19 ms at 11k chunks).
 RESULT_COLUMNS = ["id", "path", "start_line", "end_line", "language", "kind", "symbol", "text",
                   "defines", "terms"]
-# Held in memory with the vectors, up to POSTINGS_MAX_ROWS chunks: all a search ranks by. The
+# Read with the vectors into memory, up to POSTINGS_MAX_ROWS chunks: all a search ranks by. The
 # text (most of a row's bytes) too, up to TEXT_IN_MEMORY_BYTES in all; past that it is read
 # for the chunks a search returns (fill_text), ~2 ms a read whatever the rows.
 ROW_COLUMNS = [c for c in RESULT_COLUMNS if c != "text"]
+# Of those, what the in-memory copy keeps: each row's ``terms`` go into the postings, which
+# tell a search which of its words a row has (VectorMatrix.rows_at); the column itself was
+# a third of the copy's columns (14 of 39 MB at 47.5k chunks).
+KEPT_COLUMNS = [c for c in ROW_COLUMNS if c != "terms"]
 # Chunks of code average ~0.4 KB of text (this repository: 423 bytes, at most 1.2 KB), so
 # 24 MB holds the text of ~50k chunks, where the matrix stops; generated or prose-heavy
 # workspaces with longer chunks keep reading it.
@@ -460,7 +464,7 @@ class ChunkStore:
         reader = (table.search().select(columns).with_row_id(True).limit(None)
                   .to_batches(VECTOR_LOAD_BATCH_ROWS))
         return VectorMatrix.from_batches(version, while_process_runs(reader), rows, self.dim,
-                                         row_columns=ROW_COLUMNS if len(columns) > 1 else (),
+                                         row_columns=KEPT_COLUMNS if len(columns) > 1 else (),
                                          text_bytes=TEXT_IN_MEMORY_BYTES)
 
     def vectors_in_memory(self) -> VectorMatrix | None:
@@ -573,13 +577,15 @@ class ChunkStore:
 
     @_reports_damage
     def vector_search(
-        self, vector: np.ndarray, limit: int, where: str | None = None
+        self, vector: np.ndarray, limit: int, where: str | None = None, *,
+        terms: Sequence[str] = (),
     ) -> list[dict]:
         """The ``limit`` chunks nearest ``vector``, with their ``cosine``, nearest first
         (rows found in memory have no ``text`` yet when it was over its memory budget: see
-        :meth:`fill_text`)."""
+        :meth:`fill_text`; their ``terms`` are only those of ``terms`` they have, a search's
+        words: see :meth:`VectorMatrix.rows_at`)."""
         nearest = None if where else self._vectors.consistent(
-            lambda: self._nearest_in_memory(vector, limit))
+            lambda: self._nearest_in_memory(vector, limit, terms))
         if nearest is not None:
             cosines, in_memory, row_ids = nearest
             if in_memory is not None and not self.moved():  # else they are of the old tables
@@ -602,7 +608,7 @@ class ChunkStore:
             row["cosine"] = 1.0 - float(row.pop("_distance"))
         return rows
 
-    def _nearest_in_memory(self, vector: np.ndarray, limit: int
+    def _nearest_in_memory(self, vector: np.ndarray, limit: int, terms: Sequence[str]
                            ) -> tuple[list[float], list[dict] | None, list[int]] | None:
         """From the in-memory copy, if there is one: the cosines of the ``limit`` rows
         nearest ``vector``, their kept columns (``None`` if none were kept) and row ids."""
@@ -610,14 +616,17 @@ class ChunkStore:
         if matrix is None:
             return None
         positions, cosines = matrix.nearest(vector, limit)
-        return cosines.tolist(), matrix.rows_at(positions), matrix.row_ids[positions].tolist()
+        return (cosines.tolist(), matrix.rows_at(positions, terms),
+                matrix.row_ids[positions].tolist())
 
     @_reports_damage
     def text_search(self, text: str, limit: int, where: str | None = None, *,
-                    column: str = "search_text", with_vectors: bool = True) -> list[dict]:
+                    column: str = "search_text", with_vectors: bool = True,
+                    terms: Sequence[str] = ()) -> list[dict]:
         """BM25 matches of ``text`` in ``column`` (``search_text`` or ``defines``). Without a
         filter, once the vectors are in memory, from the postings loaded with them (the
-        stored ``terms`` and path words stand for ``search_text``)."""
+        stored ``terms`` and path words stand for ``search_text``); the rows' ``terms`` as
+        :meth:`vector_search` gives them."""
         # Another writer (thread or process) may have built the index since we opened.
         if not self._fts_ready:
             if not self._has_fts_index():
@@ -629,14 +638,15 @@ class ChunkStore:
         if self._version_read() < self._fts_since and not self._has_fts_index(self._reading()):
             return []  # this read's version came before the index was built
         return self._vectors.consistent(
-            lambda: self._text_search_once(text, limit, where, column, with_vectors))
+            lambda: self._text_search_once(text, limit, where, column, with_vectors, terms))
 
     def _text_search_once(self, text: str, limit: int, where: str | None, column: str,
-                          with_vectors: bool) -> list[dict]:
+                          with_vectors: bool, terms: Sequence[str]) -> list[dict]:
         """:meth:`text_search`, its index known to be there."""
         matrix = self.vectors_in_memory()
         if matrix is not None and matrix.terms is not None and not where:
-            rows = self._text_search_in_memory(matrix, text, limit, column, with_vectors)
+            rows = self._text_search_in_memory(matrix, text, limit, column, with_vectors,
+                                               terms)
             if rows is not None:
                 return rows
             matrix = self.vectors_in_memory()  # the table changed meanwhile
@@ -653,13 +663,13 @@ class ChunkStore:
         if matrix is not None:
             if self.moved():  # the rows came from a build swapped in meanwhile: not the matrix's
                 return self.text_search(text, limit, where, column=column,
-                                        with_vectors=with_vectors)
+                                        with_vectors=with_vectors, terms=terms)
             for row in rows:
                 row["vector"] = matrix.vector_of(int(row.pop("_rowid")))
         return rows
 
     def _text_search_in_memory(self, matrix: VectorMatrix, text: str, limit: int, column: str,
-                               with_vectors: bool) -> list[dict] | None:
+                               with_vectors: bool, wanted: Sequence[str]) -> list[dict] | None:
         """:meth:`text_search` from the postings loaded with the vectors (see
         :mod:`rag_lsp.store.term_index`): one LanceDB read for the hits' columns. ``None``
         when the table changed under it (the caller asks LanceDB)."""
@@ -672,7 +682,7 @@ class ChunkStore:
         row_ids = [int(r) for r in matrix.row_ids[positions]]
         if not row_ids:  # unless these postings are of tables swapped out meanwhile
             return None if self.moved() else []
-        rows = matrix.rows_at(positions)
+        rows = matrix.rows_at(positions, wanted)
         if rows is not None and self.moved():  # of the tables swapped out meanwhile
             return None
         if rows is None:

@@ -246,11 +246,15 @@ class VectorMatrix:
         if room is not None:
             room.fitted(filled)
         order = np.argsort(row_ids, kind="stable")
-        with_words = with_words and not any(b.overflowed for b in words.values())
+        overflowed = any(b.overflowed for b in words.values())
+        with_words = with_words and not overflowed
         terms = LivePostings.of(words["terms"].finish()) if with_words else None
         names = LivePostings.of(words["defines"].finish()) if with_words else None
         columns = None
-        if kept:  # one compact copy: the batches' buffers may be slices of larger reads
+        # Postings given up (too many words) take the columns with them, unless those hold
+        # each row's terms: the postings give them (see rows_at).
+        if kept and not (overflowed and "terms" not in row_columns):
+            # One compact copy: the batches' buffers may be slices of larger reads.
             columns = pa.Table.from_batches(kept).combine_chunks()
             if texts:
                 columns = columns.append_column("text", pa.concat_arrays(texts))
@@ -471,10 +475,11 @@ class VectorMatrix:
         top = top[np.lexsort((top, -scores[top]))][:limit]
         return top, scores[top]
 
-    def rows_at(self, positions: np.ndarray) -> list[dict] | None:
+    def rows_at(self, positions: np.ndarray, terms: Sequence[str] = ()) -> list[dict] | None:
         """The kept columns of the rows at ``positions``, each with its ``_rowid`` (and its
         ``text`` if that was kept, else none: see ``ChunkStore.fill_text``); ``None`` when no
-        columns were kept."""
+        columns were kept. Each row's ``terms``, unless kept, are those of ``terms`` (a
+        search's words) it has, from the postings (see ``LivePostings.terms_at``)."""
         if self.columns is None:
             return None
         positions = np.asarray(positions, dtype=np.int64)
@@ -491,6 +496,9 @@ class VectorMatrix:
                     rows[i] = row
         for row, row_id in zip(rows, self.row_ids[positions].tolist(), strict=True):
             row["_rowid"] = row_id
+        if "terms" not in self.columns.column_names and self.terms is not None:
+            for row, held in zip(rows, self.terms.terms_at(positions, terms), strict=True):
+                row["terms"] = held
         return rows
 
     @cached_property
