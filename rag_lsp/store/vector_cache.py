@@ -9,9 +9,10 @@ keep the matrix of the version before it. After anyone else's write the store fa
 LanceDB until a background reload (at most one every few seconds, so an indexing run is not
 slowed down) has caught up. Row ids (``_rowid``) find the rows again.
 
-Up to a size the load also keeps every column a search ranks by (all but the chunk's text),
-as Arrow arrays: reading the ~70 rows each retriever finds back from LanceDB cost ~4 ms a
-read, two or three reads a search (bench/README.md, "Ranking columns in memory").
+Up to a size the load also keeps the columns a search ranks by, as Arrow arrays: reading the
+~70 rows each retriever finds back from LanceDB cost ~4 ms a read, two or three reads a search
+(bench/README.md, "Ranking columns in memory"). Not each row's terms: the postings say which
+of a search's words a row has (see VectorMatrix.rows_at).
 """
 
 from __future__ import annotations
