@@ -138,3 +138,24 @@ def test_a_store_answers_full_text_from_memory_once_its_vectors_are_loaded(works
     monkeypatch.setattr(store._chunks, "search", real_search)
     filtered = store.text_search("redirects followed", 5, "path = 'nowhere.py'")
     assert filtered == []
+
+
+def test_a_copy_whose_postings_overflow_keeps_no_columns_that_lack_the_rows_terms(monkeypatch):
+    """Rows read from memory take their terms from the postings. With none (too many distinct
+    words) the columns go too, and searches read the rows from LanceDB; columns that hold each
+    row's terms stay."""
+    monkeypatch.setitem(TermIndexBuilder.__init__.__kwdefaults__, "max_terms", 2)
+    batch = pa.record_batch(
+        [pa.FixedSizeListArray.from_arrays(pa.array(np.eye(2, 4, dtype=np.float32).ravel()), 4),
+         pa.array([4, 5], pa.uint64()), pa.array(["alpha beta", "gamma"]),
+         pa.array(["Alpha", ""]), pa.array(["pkg/a.py", "pkg/b.py"])],
+        names=["vector", "_rowid", "terms", "defines", "path"])
+    without = VectorMatrix.from_batches(1, [batch], rows=2, dim=4,
+                                        row_columns=["path", "defines"])
+    assert without.terms is None and without.columns is None
+    assert without.rows_at(np.array([0, 1]), ["alpha"]) is None
+    holding = VectorMatrix.from_batches(1, [batch], rows=2, dim=4,
+                                        row_columns=["path", "defines", "terms"])
+    assert holding.terms is None
+    assert [r["terms"] for r in holding.rows_at(np.array([1, 0]), ["alpha"])] == [
+        "gamma", "alpha beta"]
