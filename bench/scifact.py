@@ -108,7 +108,7 @@ def item_protocol_ndcg(ws: Workspace, corpus: list[dict], queries: dict, qrels: 
     store.replace_files(records, rows)
     total = 0.0
     for qid in sorted(qrels):
-        hits = store.vector_search(ws.embedder.embed_query(queries[qid]), 10)
+        hits = store.vector_search(ws.embedder.embed_query(queries[qid]), 10, terms=())  # ids only
         total += ndcg_at_k([doc_id(h["path"]) for h in hits], qrels[qid])
     return total / len(qrels)
 

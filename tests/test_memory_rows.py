@@ -78,7 +78,7 @@ def test_text_is_found_by_chunk_id_once_row_ids_have_moved(workspace, monkeypatc
     monkeypatch.setattr(lance_store, "TEXT_IN_MEMORY_BYTES", 0)  # rows come without text
     store = loaded_store(workspace, text_held=False)
     query = workspace.embedder.embed_query("follow redirects")
-    rows = store.vector_search(query, 6)
+    rows = store.vector_search(query, 6, terms=())
     assert rows and all("text" not in row for row in rows)
     expected = {row["id"]: row["text"]
                 for row in store.chunk_rows("true", ["id", "text"])}
@@ -91,12 +91,39 @@ def test_text_is_found_by_chunk_id_once_row_ids_have_moved(workspace, monkeypatc
     assert gone["text"] == ""
 
 
-def test_memory_rows_carry_the_stored_text(workspace):
+def test_memory_rows_carry_the_stored_text(workspace, monkeypatch):
     store = loaded_store(workspace, text_held=True)
     query = workspace.embedder.embed_query("follow redirects")
-    rows = store.vector_search(query, 6)
+    read = RowsRead(store, monkeypatch)
+    rows = store.vector_search(query, 6, terms=())
     expected = {row["id"]: row["text"] for row in store.chunk_rows("true", ["id", "text"])}
     assert rows and all(row["text"] == expected[row["id"]] for row in rows)
+    assert read.rows == 0  # from memory
+
+
+def test_rows_asked_without_a_search_s_words_carry_all_their_stored_terms(
+        workspace, monkeypatch):
+    """The copy keeps no ``terms`` column: a row from memory has only those of a search's
+    words it holds. A caller that names none gets whole rows (read back), never rows that
+    silently lack their terms (a worse ranking and no error)."""
+    store = loaded_store(workspace, text_held=True)
+    stored = {row["id"]: row["terms"] for row in store.chunk_rows("true", ["id", "terms"])}
+    query = workspace.embedder.embed_query("follow redirects")
+    read = RowsRead(store, monkeypatch)
+    whole = [store.vector_search(query, 6), store.text_search("redirect response", 6)]
+    assert all(whole) and read.rows == sum(len(rows) for rows in whole)  # read back
+    for rows in whole:
+        assert [row["terms"] for row in rows] == [stored[row["id"]] for row in rows]
+    read.rows = 0
+    asked = ["redirect", "zzzunheard"]
+    for rows in (store.vector_search(query, 6, terms=asked),
+                 store.text_search("redirect response", 6, terms=asked)):
+        assert [row["id"] for row in rows] == [row["id"] for row in whole.pop(0)]
+        for row in rows:  # (the postings hold its path's words too)
+            stored_held = {t for t in asked if t in stored[row["id"]].split()}
+            assert stored_held <= set(row["terms"].split()) <= set(asked)
+        assert any("redirect" in row["terms"] for row in rows)
+    assert read.rows == 0
 
 
 def test_a_reexport_file_is_ranked_on_its_text(tmp_path, embedder, monkeypatch, text_held):

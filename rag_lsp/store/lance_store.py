@@ -225,6 +225,17 @@ def _batches(values: Sequence[str], size: int = _IN_BATCH) -> Iterable[Sequence[
         yield values[start : start + size]
 
 
+def _rows_in_memory(matrix: VectorMatrix, positions: np.ndarray, terms: Sequence[str] | None
+                    ) -> list[dict] | None:
+    """The rows at ``positions`` from the in-memory copy, or ``None`` (read them from
+    LanceDB): none kept, or each row's own terms wanted (``terms`` not given) where the copy
+    keeps only which of a search's words it has. So a caller that names no words gets whole
+    rows, slower, never rows that silently lack their terms."""
+    if terms is None and matrix.columns is not None and "terms" not in matrix.columns.column_names:
+        return None
+    return matrix.rows_at(positions, terms or ())
+
+
 class ChunkStore:
     """The chunks and files tables of one index folder."""
 
@@ -578,12 +589,14 @@ class ChunkStore:
     @_reports_damage
     def vector_search(
         self, vector: np.ndarray, limit: int, where: str | None = None, *,
-        terms: Sequence[str] = (),
+        terms: Sequence[str] | None = None,
     ) -> list[dict]:
         """The ``limit`` chunks nearest ``vector``, with their ``cosine``, nearest first
         (rows found in memory have no ``text`` yet when it was over its memory budget: see
-        :meth:`fill_text`; their ``terms`` are only those of ``terms`` they have, a search's
-        words: see :meth:`VectorMatrix.rows_at`)."""
+        :meth:`fill_text`). Given ``terms`` (a search's words), each row's ``terms`` are
+        those of them it has, and rows can come from memory (see
+        :meth:`VectorMatrix.rows_at`); without, they are all its stored terms, read from
+        LanceDB."""
         nearest = None if where else self._vectors.consistent(
             lambda: self._nearest_in_memory(vector, limit, terms))
         if nearest is not None:
@@ -608,7 +621,7 @@ class ChunkStore:
             row["cosine"] = 1.0 - float(row.pop("_distance"))
         return rows
 
-    def _nearest_in_memory(self, vector: np.ndarray, limit: int, terms: Sequence[str]
+    def _nearest_in_memory(self, vector: np.ndarray, limit: int, terms: Sequence[str] | None
                            ) -> tuple[list[float], list[dict] | None, list[int]] | None:
         """From the in-memory copy, if there is one: the cosines of the ``limit`` rows
         nearest ``vector``, their kept columns (``None`` if none were kept) and row ids."""
@@ -616,17 +629,17 @@ class ChunkStore:
         if matrix is None:
             return None
         positions, cosines = matrix.nearest(vector, limit)
-        return (cosines.tolist(), matrix.rows_at(positions, terms),
+        return (cosines.tolist(), _rows_in_memory(matrix, positions, terms),
                 matrix.row_ids[positions].tolist())
 
     @_reports_damage
     def text_search(self, text: str, limit: int, where: str | None = None, *,
                     column: str = "search_text", with_vectors: bool = True,
-                    terms: Sequence[str] = ()) -> list[dict]:
+                    terms: Sequence[str] | None = None) -> list[dict]:
         """BM25 matches of ``text`` in ``column`` (``search_text`` or ``defines``). Without a
         filter, once the vectors are in memory, from the postings loaded with them (the
         stored ``terms`` and path words stand for ``search_text``); the rows' ``terms`` as
-        :meth:`vector_search` gives them."""
+        :meth:`vector_search` gives them, for the same ``terms``."""
         # Another writer (thread or process) may have built the index since we opened.
         if not self._fts_ready:
             if not self._has_fts_index():
@@ -641,7 +654,7 @@ class ChunkStore:
             lambda: self._text_search_once(text, limit, where, column, with_vectors, terms))
 
     def _text_search_once(self, text: str, limit: int, where: str | None, column: str,
-                          with_vectors: bool, terms: Sequence[str]) -> list[dict]:
+                          with_vectors: bool, terms: Sequence[str] | None) -> list[dict]:
         """:meth:`text_search`, its index known to be there."""
         matrix = self.vectors_in_memory()
         if matrix is not None and matrix.terms is not None and not where:
@@ -669,7 +682,8 @@ class ChunkStore:
         return rows
 
     def _text_search_in_memory(self, matrix: VectorMatrix, text: str, limit: int, column: str,
-                               with_vectors: bool, wanted: Sequence[str]) -> list[dict] | None:
+                               with_vectors: bool, wanted: Sequence[str] | None
+                               ) -> list[dict] | None:
         """:meth:`text_search` from the postings loaded with the vectors (see
         :mod:`rag_lsp.store.term_index`): one LanceDB read for the hits' columns. ``None``
         when the table changed under it (the caller asks LanceDB)."""
@@ -682,7 +696,7 @@ class ChunkStore:
         row_ids = [int(r) for r in matrix.row_ids[positions]]
         if not row_ids:  # unless these postings are of tables swapped out meanwhile
             return None if self.moved() else []
-        rows = matrix.rows_at(positions, wanted)
+        rows = _rows_in_memory(matrix, positions, wanted)
         if rows is not None and self.moved():  # of the tables swapped out meanwhile
             return None
         if rows is None:
