@@ -98,7 +98,7 @@ def test_memory_rows_carry_the_stored_text(workspace, monkeypatch):
     rows = store.vector_search(query, 6, terms=())
     expected = {row["id"]: row["text"] for row in store.chunk_rows("true", ["id", "text"])}
     assert rows and all(row["text"] == expected[row["id"]] for row in rows)
-    assert read.rows == 0  # from memory
+    assert read.rows == 0 and all("_rowid" in row for row in rows)  # from memory
 
 
 def test_rows_asked_without_a_search_s_words_carry_all_their_stored_terms(

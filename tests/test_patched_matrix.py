@@ -187,8 +187,16 @@ def test_own_writes_patch_the_copy_to_what_a_full_load_gives(loaded, write, monk
     for table in (store._chunks, store._view):  # noqa: SLF001 - the writer's and the reads'
         monkeypatch.setattr(table, "search", no_lancedb)
     target = patched.vectors[-1]
-    assert store.vector_search(target, 1)[0]["id"] == patched.columns.column("id")[-1].as_py()
-    assert store.text_search("pass", 50, with_vectors=False)
+    take = store._view.take_row_ids  # noqa: SLF001
+
+    def no_rows_read_back(*args, **kwargs):
+        raise AssertionError("rows were read back from LanceDB")
+
+    monkeypatch.setattr(store._view, "take_row_ids", no_rows_read_back)  # noqa: SLF001
+    nearest = store.vector_search(target, 1, terms=("pass",))
+    assert nearest[0]["id"] == patched.columns.column("id")[-1].as_py()
+    assert store.text_search("pass", 50, with_vectors=False, terms=("pass",))
+    monkeypatch.setattr(store._view, "take_row_ids", take)  # noqa: SLF001
     assert not store._vectors._loading  # noqa: SLF001
 
 
@@ -205,15 +213,24 @@ def test_searches_during_the_write_get_the_copy_from_before_it(loaded):
         # A filtered full-text search asks LanceDB, which has the new rows: their vectors
         # come from LanceDB too, not from the copy of before (where they are not).
         filtered.extend(store.text_search("omega0", 5, "path = 'lib/c.py'"))
+        # A search that names no words reads whole rows back by the copy's row ids: the
+        # replaced file's are gone, so it asks LanceDB rather than answer short.
+        whole.extend(store.vector_search(replaced, 3))
         patch(*args)
 
     filtered: list[dict] = []
+    whole: list[dict] = []
+    ids = before.columns.column("id").to_pylist()
+    replaced = before.vectors[ids.index("lib/c.py#0")].copy()
     store._vectors.patch = search_then_patch  # noqa: SLF001
     new_rows = rows_for("lib/c.py", rng, 1, "omega")
     store.replace_files([record("lib/c.py", 1)], new_rows)
     assert seen == [before]
     assert [row["id"] for row in filtered] == ["lib/c.py#0"]
     np.testing.assert_array_equal(filtered[0]["vector"], new_rows[0]["vector"])
+    stored = {row["id"]: row["terms"] for row in store.chunk_rows("true", ["id", "terms"])}
+    assert len(whole) == 3 and all(row["terms"] == stored[row["id"]] for row in whole)
+    assert not any(row["terms"].startswith("gamma") for row in whole)  # none of before
     assert store.vectors_in_memory() is held(store) and held(store).version == store.version()
     # Outside a write, a copy older than the table is never served.
     store._vectors._matrix = before  # noqa: SLF001

@@ -165,9 +165,11 @@ def test_a_read_a_swap_lands_in_is_not_paired_with_the_old_tables_vectors(worksp
         return len(checks) > 1 and really_moved(store)
 
     monkeypatch.setattr(ChunkStore, "moved", swapped_right_after_the_first_check)
-    assert [row["id"] for row in reader.vector_search(query, 3)] == nearest
+    # The rows from memory, as a search's own (its words given), then checked again.
+    words = ("follow", "redirect")
+    assert [row["id"] for row in reader.vector_search(query, 3, terms=words)] == nearest
     checks.clear()
-    rows = reader.text_search("count_zebra_stripes", 5)
+    rows = reader.text_search("count_zebra_stripes", 5, terms=words)
     assert [row["id"] for row in rows] == list(lexical)
     assert all(np.allclose(row["vector"], lexical[row["id"]]) for row in rows)
 

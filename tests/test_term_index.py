@@ -128,8 +128,9 @@ def test_a_store_answers_full_text_from_memory_once_its_vectors_are_loaded(works
 
     real_search = store._chunks.search
     monkeypatch.setattr(store._chunks, "search", no_full_text_engine)
-    rows = store.text_search("redirects followed", 5)
+    rows = store.text_search("redirects followed", 5, terms=("redirect", "follow"))
     assert rows[0]["path"] == from_lancedb[0]["path"] == "src/http/client.py"
+    assert all("_rowid" in r for r in rows)  # the rows too from memory
     assert all(r["vector"].shape == (workspace.embedder.dimension,) for r in rows)
     names = store.text_search("Follow_Redirects", 5, column="defines", with_vectors=False)
     assert [r["id"] for r in names] == [r["id"] for r in by_name]

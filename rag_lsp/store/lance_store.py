@@ -233,7 +233,7 @@ def _rows_in_memory(matrix: VectorMatrix, positions: np.ndarray, terms: Sequence
     rows, slower, never rows that silently lack their terms."""
     if terms is None and matrix.columns is not None and "terms" not in matrix.columns.column_names:
         return None
-    return matrix.rows_at(positions, terms or ())
+    return matrix.rows_at(positions, () if terms is None else terms)
 
 
 class ChunkStore:
@@ -607,12 +607,12 @@ class ChunkStore:
                 return in_memory
             found = self._reading().take_row_ids(row_ids).select([*RESULT_COLUMNS, "_rowid"])
             by_id = {row.pop("_rowid"): row for row in found.to_list()}
-            if not self.moved():  # else the rows came from a build swapped in meanwhile
-                rows = []
-                for row_id, cosine in zip(row_ids, cosines, strict=True):
-                    if row_id in by_id:
-                        rows.append({**by_id[row_id], "cosine": float(cosine)})
-                return rows
+            # Else the rows came from a build swapped in meanwhile, or some moved: the copy
+            # searched may be the one from before this process's write (see
+            # VectorCache.current) while the read is of the table after it.
+            if not self.moved() and all(row_id in by_id for row_id in row_ids):
+                return [{**by_id[row_id], "cosine": float(cosine)}
+                        for row_id, cosine in zip(row_ids, cosines, strict=True)]
         # LanceDB uses any index there is
         indexed = self._ann(self._version_read())[2] is not None
         rows = nearest_rows(self._reading(), vector, columns=[*RESULT_COLUMNS, "_distance"],
