@@ -187,8 +187,6 @@ def test_own_writes_patch_the_copy_to_what_a_full_load_gives(loaded, write, monk
     for table in (store._chunks, store._view):  # noqa: SLF001 - the writer's and the reads'
         monkeypatch.setattr(table, "search", no_lancedb)
     target = patched.vectors[-1]
-    take = store._view.take_row_ids  # noqa: SLF001
-
     def no_rows_read_back(*args, **kwargs):
         raise AssertionError("rows were read back from LanceDB")
 
@@ -196,7 +194,6 @@ def test_own_writes_patch_the_copy_to_what_a_full_load_gives(loaded, write, monk
     nearest = store.vector_search(target, 1, terms=("pass",))
     assert nearest[0]["id"] == patched.columns.column("id")[-1].as_py()
     assert store.text_search("pass", 50, with_vectors=False, terms=("pass",))
-    monkeypatch.setattr(store._view, "take_row_ids", take)  # noqa: SLF001
     assert not store._vectors._loading  # noqa: SLF001
 
 
