@@ -155,16 +155,55 @@ def test_path_match_prefers_names_the_query_explains():
     assert path_match("extract/state.rs", analyze("extractors").path_words)[1] > 0
 
 
+def _answers(word: str, part: str) -> bool:
+    """The rules a path part answers a query word by, one pair at a time: the same stem, the
+    word (or its stem) of 5 letters or more inside the part, or a shared prefix of 4 letters
+    or more that is 0.8 of the shorter one."""
+    if stem(word) == stem(part) or any(len(f) >= 5 and f in part for f in (word, stem(word))):
+        return True
+    shared = next((i for i, (a, b) in enumerate(zip(word, part)) if a != b),
+                  min(len(word), len(part)))
+    return shared >= 4 and shared >= 0.8 * min(len(word), len(part))
+
+
+def test_path_parts_answer_the_query_words_the_rules_say():
+    """The matcher looks each part up by stem and by first letters instead of comparing it
+    with every word: the same words as the rules pair by pair, on edge cases of each rule
+    (``parser``/``parsing`` share 4 letters of 6: no; ``pars``/``parser`` 4 of 4: yes)."""
+    words = ("dispatching", "util", "pars", "parser", "cfg", "conn", "request", "re",
+             "handler", "state")
+    parts = ("dispatch", "urldispatcher", "utils", "utility", "parser", "parsing", "cfgs",
+             "cfx", "connection", "req", "requests", "handle", "handlers", "re", "restate",
+             "statement", "stat", "par", "x", "utilities")
+    match_path = PathMatcher(words)
+    for part in parts:
+        expected = {w for w in words if _answers(w, part)}
+        assert match_path._matching_words(part) == expected, part
+    assert match_path._matching_words("parsing") == {"pars"}
+    assert "pars" in match_path._matching_words("parser")
+
+
+def test_a_search_s_paths_score_as_each_would_alone():
+    """Names and folders are scored once a search: a path met after others sharing its file
+    or folder name scores as a fresh matcher scores it."""
+    words = analyze("shell completion request handling").path_words
+    paths = ["cmd/completions.go", "shell/completions.go", "shell/bash_completions.go",
+             "cmd/request.go", "completions/request_handler.go", "completions/mod.rs"]
+    match_path = PathMatcher(words)
+    assert [match_path(p) for p in paths + paths[::-1]] == [
+        PathMatcher(words)(p) for p in paths + paths[::-1]]
+
+
 def test_path_matching_keeps_nothing_of_past_queries():
-    """A server answers many different queries for days: path matching keeps lookups by
-    query word and path part (bounded, and they recur), never by query. The caches before
-    held 22 MB once full: 8.5 keyed by the query, 12 of words and parts (65,536 of them)."""
+    """A server answers many different queries for days: path matching keeps only the
+    parts of names between searches (bounded), never anything by query or query word. The
+    caches before held 22 MB once full: 8.5 keyed by the query, 12 of words and parts (65,536
+    of them); a cache of word and part pairs went when the matcher learnt to look words up."""
     rng = random.Random(0)
     vocab = [f"{a}{b}" for a in ("load", "pars", "rend", "stor", "conn", "sched")
              for b in ("er", "ing", "ed", "ion", "able", "ist", "ant", "ure")] * 3
     vocab = [f"{w}{i}" for i, w in enumerate(vocab)]
     paths = [f"pkg{i % 40}/{rng.choice(vocab)}_{rng.choice(vocab)}.py" for i in range(3000)]
-    evidence._word_matches.cache_clear()
     evidence._parts.cache_clear()
     tracemalloc.start()
     try:

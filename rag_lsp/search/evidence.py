@@ -4,6 +4,7 @@ folder say what the query asks, how many of the query's words does it contain.""
 from __future__ import annotations
 
 import functools
+import os
 import re
 from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
@@ -76,20 +77,10 @@ def stem_is_name(path: str, identifiers: Iterable[str]) -> bool:
     return any(file_stem.replace("_", "") == i.lower().replace("_", "") for i in identifiers)
 
 
-# Keyed by one query word and one path part, not by a query: the parts of a workspace's paths
-# and the words its users ask with recur across searches. (~150-190 bytes an entry)
-@functools.lru_cache(maxsize=8192)
-def _word_matches(word: str, part: str) -> bool:
-    if word == part or stem(word) == stem(part):
-        return True
-    for form in (word, stem(word)):
-        if len(form) >= _MIN_INFIX and form in part:
-            return True
-    shared = 0
-    for a, b in zip(word, part, strict=False):
-        if a != b:
-            break
-        shared += 1
+def _long_prefix(word: str, part: str) -> bool:
+    """A prefix shared by ``word`` and ``part`` that is most of the shorter one
+    (``util``/``utils``, ``dispatch``/``dispatcher``)."""
+    shared = len(os.path.commonprefix((word, part)))
     return shared >= _MIN_PREFIX and shared >= _PREFIX_SHARE * min(len(word), len(part))
 
 
@@ -100,20 +91,40 @@ def _parts(name: str) -> tuple[str, ...]:
 
 class PathMatcher:
     """How well file names, then folder names, answer one query's words (see
-    :meth:`__call__`). One for each search: path parts such as ``client`` or ``utils`` recur
-    across a search's candidates and are looked up once each, and what it learns goes with
-    it. (Caches keyed by the query's words kept 8.5 MB of other queries' lookups once full.)"""
+    :meth:`__call__`). One for each search: path parts such as ``client`` or ``utils``, and
+    whole folder and file names, recur across a search's candidates and are looked up once
+    each, and what it learns goes with it. (Caches keyed by the query's words kept 8.5 MB of
+    other queries' lookups once full.)"""
 
     def __init__(self, words: tuple[str, ...]) -> None:
         self.words = words
+        # A path part answers a word with the same stem, one holding the word or its stem
+        # (``dispatcher`` in ``urldispatcher``), or one sharing a long prefix with it: the
+        # words by stem and by first letters, so that a part is looked up, not compared
+        # with each word in turn (a search meets some hundred parts).
+        self._by_stem: dict[str, list[str]] = {}
+        self._by_prefix: dict[str, list[str]] = {}
+        self._infixes: list[tuple[str, str]] = []  # (form, its word)
+        for word in words:
+            word_stem = stem(word)
+            self._by_stem.setdefault(word_stem, []).append(word)
+            if len(word) >= _MIN_PREFIX:
+                self._by_prefix.setdefault(word[:_MIN_PREFIX], []).append(word)
+            self._infixes += [(form, word) for form in {word, word_stem}
+                              if len(form) >= _MIN_INFIX]
         self._matched: dict[str, frozenset[str]] = {}
+        self._names: dict[str, float] = {}
+        self._folders: dict[str, float] = {}
 
     def _matching_words(self, part: str) -> frozenset[str]:
         """The query words a path part answers."""
         found = self._matched.get(part)
         if found is None:
-            found = frozenset(w for w in self.words if _word_matches(w, part))
-            self._matched[part] = found
+            matching = set(self._by_stem.get(stem(part), ()))
+            matching.update(word for form, word in self._infixes if form in part)
+            matching.update(word for word in self._by_prefix.get(part[:_MIN_PREFIX], ())
+                            if _long_prefix(word, part))
+            found = self._matched[part] = frozenset(matching)
         return found
 
     def __call__(self, path: str) -> tuple[float, float]:
@@ -123,22 +134,33 @@ class PathMatcher:
         the name explained by the query — ``completions.go`` fits "shell completion
         handling" better than ``bash_completions.go`` does.
         """
-        words = self.words
-        if not words:
+        if not self.words:
             return 0.0, 0.0
         folder, name = _module_path(path)
         file_stem = name.split(".")[0]
+        file_score = self._names.get(file_stem)
+        if file_score is None:
+            file_score = self._names[file_stem] = self._name_score(file_stem)
+        folder = folder.rpartition("/")[2]
+        folder_score = self._folders.get(folder)
+        if folder_score is None:
+            folder_score = self._folders[folder] = self._folder_score(folder)
+        return file_score, folder_score
+
+    def _name_score(self, file_stem: str) -> float:
+        words = self.words
         parts = _parts(file_stem)
         matched = [self._matching_words(p) for p in parts]
         in_name = frozenset().union(*matched)
         lowered = file_stem.lower()
         found = [w for w in words if w in in_name or (len(w) >= _MIN_INFIX and w in lowered)]
         explained = sum(1 for p, m in zip(parts, matched, strict=True) if m or p.isdigit())
-        file_score = (len(found) / len(words)) ** 0.5 * explained / len(parts) if found else 0.0
-        folder = folder.rpartition("/")[2]
+        return (len(found) / len(words)) ** 0.5 * explained / len(parts) if found else 0.0
+
+    def _folder_score(self, folder: str) -> float:
         folder_parts = _parts(folder) if folder else ()
         in_folder = frozenset().union(*(self._matching_words(p) for p in folder_parts))
-        return file_score, sum(1 for w in words if w in in_folder) / len(words)
+        return sum(1 for w in self.words if w in in_folder) / len(self.words)
 
 
 def path_match(path: str, words: tuple[str, ...]) -> tuple[float, float]:
@@ -158,5 +180,8 @@ class TermCoverage:
         if self.total <= 0:
             return 0.0
         in_path = path_terms(path)
-        return sum(w for t, w in self.weights.items()
-                   if t in present or t in in_path) / self.total
+        covered = 0  # (a loop: called for every candidate, some hundred a search)
+        for term, weight in self.weights.items():
+            if term in present or term in in_path:
+                covered += weight
+        return covered / self.total

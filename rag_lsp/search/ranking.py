@@ -148,8 +148,8 @@ class Candidate:
     relevance: float = 0.0  # evidence for the chunk, before role priors
     raw: float = 0.0  # ranking score (after priors), before squashing
 
-    @property
-    def path(self) -> str:
+    @functools.cached_property
+    def path(self) -> str:  # (read some ten times a search for each candidate)
         return self.row["path"]
 
     @functools.cached_property
@@ -266,6 +266,7 @@ def score_chunks(candidates: list[Candidate], ctx: RankContext) -> None:
     lexical_weight = w.identifier_lexical if q.identifier_query else w.lexical
     coverage = TermCoverage(q.terms, ctx.background)
     path_cache: dict[str, float] = {}
+    path_priors: dict[str, float] = {}  # of files that cannot be re-export modules
     match_path = PathMatcher(q.path_words)
     external = _external_names(candidates, q.identifiers) if w.definition else ()
     for c in candidates:
@@ -291,8 +292,13 @@ def score_chunks(candidates: list[Candidate], ctx: RankContext) -> None:
         if PATH_CORROBORATION and not q.identifier_query:
             evidence *= min(1.0, base / PATH_CORROBORATION)
         c.relevance = (base + evidence) * ctx.answerable
-        c.raw = _respect_floor(c.relevance * prior(c, w, unlocked, entry_point), c.relevance,
-                               ctx.floor)
+        if entry_point or c.path.rsplit("/", 1)[-1] in REEXPORT_NAMES:
+            factor = prior(c, w, unlocked, entry_point)  # this chunk's text decides
+        else:  # the same for every chunk of the file
+            factor = path_priors.get(c.path)
+            if factor is None:
+                factor = path_priors[c.path] = prior(c, w, unlocked)
+        c.raw = _respect_floor(c.relevance * factor, c.relevance, ctx.floor)
 
 
 def text_needed(candidates: list[Candidate], q: QueryAnalysis,
@@ -395,17 +401,18 @@ def rank_files(candidates: list[Candidate], weights: RankingWeights,
     files = []
     for path, chunks in by_file.items():
         chunks.sort(key=lambda c: c.raw, reverse=True)
-        if len(chunks) == 1:
-            groups = [chunks]
-        elif passages:
-            groups = _places(chunks, _ONE_PLACE_KINDS)
-        else:  # lexical search alone: each piece's coverage sees only its own words, and
-            # their agreement stands in for the whole's (SciFact lexical 0.666; 0.645 as one)
-            groups = _places(chunks, frozenset(), passages=False)
-        ranked = _agreement(sorted((max(c.raw for c in g) for g in groups), reverse=True),
-                            weights.file_agreement)
-        relevance = _agreement(sorted((max(c.relevance for c in g) for g in groups),
-                                      reverse=True), weights.file_agreement)
+        if len(chunks) == 1:  # (most files) the agreement of one place is its score
+            ranked, relevance = chunks[0].raw, chunks[0].relevance
+        else:
+            if passages:
+                groups = _places(chunks, _ONE_PLACE_KINDS)
+            else:  # lexical search alone: each piece's coverage sees only its own words, and
+                # their agreement stands in for the whole's (SciFact lexical 0.666; 0.645 as one)
+                groups = _places(chunks, frozenset(), passages=False)
+            ranked = _agreement(sorted((max(c.raw for c in g) for g in groups), reverse=True),
+                                weights.file_agreement)
+            relevance = _agreement(sorted((max(c.relevance for c in g) for g in groups),
+                                          reverse=True), weights.file_agreement)
         files.append(RankedFile(path, _respect_floor(ranked, relevance, floor), chunks,
                                 relevance))
     files.sort(key=lambda f: (-f.raw, f.path))
