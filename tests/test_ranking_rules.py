@@ -161,7 +161,7 @@ def _answers(word: str, part: str) -> bool:
     or more that is 0.8 of the shorter one."""
     if stem(word) == stem(part) or any(len(f) >= 5 and f in part for f in (word, stem(word))):
         return True
-    shared = next((i for i, (a, b) in enumerate(zip(word, part)) if a != b),
+    shared = next((i for i, (a, b) in enumerate(zip(word, part, strict=False)) if a != b),
                   min(len(word), len(part)))
     return shared >= 4 and shared >= 0.8 * min(len(word), len(part))
 
