@@ -4,11 +4,14 @@ Each checkout runs in a fresh process: it opens the index as a server does, warm
 ``--queries`` new searches and keeps what each handed to the ranking (the candidates' rows
 and cosines, the query's analysis and calibration). Then it ranks those again, untimed once
 to print a digest of every candidate's score and every file's place (scores to 12
-decimals), and timed ``--rounds`` times: what ``Workspace.search`` spends after retrieval
-(query support and cohesion, scoring, files by agreement, the first ten files' ranges), in
-ms a search. Equal digests: the two checkouts gave every candidate of every search the same
-score, and every file the same place. Queries: ``server_latency.py``'s, or a file of one
-query a line (``--query-file``, e.g. SciFact's).
+decimals), and timed ``--rounds`` times: the candidates made from the rows (with the
+query's terms each holds), query support and cohesion, scoring, files by agreement and the
+first ten files' ranges, in ms a search. Equal digests: the two checkouts gave every
+candidate of every search the same score (to 12 decimals), and every file the same place.
+Queries: ``server_latency.py``'s, or a file of one query a line (``--query-file``, e.g.
+SciFact's). The passes re-rank the same searches, so what a process caches across searches
+is warm: keep ``--queries`` in the hundreds (the code before 2026-12-02 cached 8,192 word and
+path-part pairs, which a few searches would fit).
 
     .venv/bin/python bench/ranking_cost.py --root /tmp/bench/latency/ws \\
         --index /tmp/bench/latency/index/ws-* --baseline /tmp/wt-before
@@ -116,7 +119,8 @@ def main() -> int:
     results = {}
     for name, code in codes.items():
         answer = run_child(str(Path(__file__).resolve()), code,
-                           [str(args.index), str(args.root), str(args.queries),
+                           [str(args.index.resolve()), str(args.root.resolve()),
+                            str(args.queries),
                             str(Path(args.query_file).resolve()) if args.query_file else "",
                             str(args.rounds)], args.root, 1800)
         results[name] = {key: answer[key] for key in ("searches", "candidates", "digest")}

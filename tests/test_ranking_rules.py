@@ -233,6 +233,18 @@ def test_a_module_index_file_is_named_after_its_folder():
     assert not stem_is_name("src/routing/mod.rs", ["Mod"])
 
 
+def test_a_chunk_holding_every_query_term_covers_it_fully():
+    """Exactly 1.0: the covered weights are added as the total is (``sum()``, which from
+    Python 3.12 adds floats more exactly than a loop: 0.1 + 0.2 + 0.3 looped over ``sum()``
+    of them is 1.0000000000000002 there)."""
+
+    class Rarity:
+        def idf(self, term: str) -> float:
+            return {"a": 0.1, "b": 0.2, "c": 0.3}[term]
+
+    assert TermCoverage(("a", "b", "c"), Rarity())(frozenset({"a", "b", "c"})) == 1.0
+
+
 def test_coverage_weights_rare_terms_more():
     background = build_background([{"terms": "get valu"}, {"terms": "get redirect"},
                                    {"terms": "get"}, {"terms": "valu"}])

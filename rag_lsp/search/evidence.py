@@ -99,9 +99,9 @@ class PathMatcher:
     def __init__(self, words: tuple[str, ...]) -> None:
         self.words = words
         # A path part answers a word with the same stem, one holding the word or its stem
-        # (``dispatcher`` in ``urldispatcher``), or one sharing a long prefix with it: the
-        # words by stem and by first letters, so that a part is looked up, not compared
-        # with each word in turn (a search meets some hundred parts).
+        # (``dispatcher`` in ``urldispatcher``), or one sharing a long prefix with it. The
+        # words by stem and by first letters: a part finds the first two kinds by lookup
+        # (a search meets some hundred parts); only the infix test goes through the words.
         self._by_stem: dict[str, list[str]] = {}
         self._by_prefix: dict[str, list[str]] = {}
         self._infixes: list[tuple[str, str]] = []  # (form, its word)
@@ -180,8 +180,7 @@ class TermCoverage:
         if self.total <= 0:
             return 0.0
         in_path = path_terms(path)
-        covered = 0  # (a loop: called for every candidate, some hundred a search)
-        for term, weight in self.weights.items():
-            if term in present or term in in_path:
-                covered += weight
-        return covered / self.total
+        # sum(), as ``total`` is: from Python 3.12 it adds floats more exactly than a loop,
+        # and a chunk holding every term must come to 1.0
+        return sum([w for t, w in self.weights.items()
+                    if t in present or t in in_path]) / self.total
