@@ -20,6 +20,9 @@ path-part pairs, which a few searches would fit).
 from __future__ import annotations
 
 import argparse
+import copy
+import gc
+import hashlib
 import json
 import sys
 import time
@@ -34,10 +37,6 @@ def child(index_dir: Path, root: Path, queries: int, query_file: str, rounds: in
     import rag_lsp.memory
 
     set_up_as_the_command(rag_lsp.memory)  # (as the `rag-lsp` command does first)
-    import copy
-    import gc
-    import hashlib
-
     from server_latency import make_queries
 
     import rag_lsp
@@ -53,13 +52,13 @@ def child(index_dir: Path, root: Path, queries: int, query_file: str, rounds: in
     asked = (Path(query_file).read_text("utf-8").splitlines()[:queries] if query_file
              else make_queries(queries, 7))
     kept = []
+    score = pipeline.score_chunks
 
     def keeping(candidates, ctx):
         kept.append(([copy.deepcopy(c.row) for c in candidates],
                      [c.cosine for c in candidates], ctx))
         return score(candidates, ctx)
 
-    score = pipeline.score_chunks
     pipeline.score_chunks = keeping
     for query in asked:
         ws.search(query)
