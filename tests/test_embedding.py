@@ -160,6 +160,30 @@ def test_batches_respect_the_size_and_token_caps(embedder):
     assert max(len(b) for b in batches) > 4 and min(len(b) for b in batches) == 4
 
 
+def test_a_long_query_hands_back_what_its_session_grew_by(model_files, monkeypatch):
+    """Typed queries keep what the session holds; a long one (a pasted snippet) hands back
+    what its call took beyond that, and the session answers as before after it (the memory
+    itself is measured by bench/model_memory.py)."""
+    shrinking = []
+    real_run = embedder_module.run_pooled
+
+    def spied(session, input_ids, mask, options=None):
+        shrinking.append(options is not None and options.get_run_config_entry(
+            "memory.enable_memory_arena_shrinkage") == "cpu:0")
+        return real_run(session, input_ids, mask, options)
+
+    short, pasted = "where are redirects followed?", " ".join(["def handler(request):"] * 40)
+    untouched = OnnxEmbedder(model_files, bulk_in_child=True)
+    expected = [untouched.embed_query(short), untouched.embed_query(pasted)]
+    monkeypatch.setattr(embedder_module, "run_pooled", spied)
+    session = OnnxEmbedder(model_files, bulk_in_child=True)
+    assert len(session._tokenizer.encode(pasted).ids) > embedder_module.QUERY_ARENA_KEPT_TOKENS
+    got = [session.embed_query(pasted), session.embed_query(short)]
+    assert shrinking == [True, False]
+    assert np.allclose(got[0], expected[1], atol=1e-6)
+    assert np.allclose(got[1], expected[0], atol=1e-6)
+
+
 def test_a_repeated_query_is_embedded_once(embedder, monkeypatch):
     from rag_lsp.embedding import embedder as module
 

@@ -21,7 +21,7 @@ from rag_lsp.embedding.model_files import (
     verify_files,
     verify_query_model,
 )
-from rag_lsp.embedding.onnx_session import new_session, ort, padded, run_pooled
+from rag_lsp.embedding.onnx_session import arena_given_back, new_session, ort, padded, run_pooled
 from rag_lsp.embedding.tokenizer import MAX_MODEL_TOKENS, load_tokenizer
 from rag_lsp.errors import ModelIntegrityError
 from rag_lsp.memory import return_freed_memory
@@ -29,6 +29,11 @@ from rag_lsp.memory import return_freed_memory
 log = logging.getLogger(__name__)
 
 QUERY_CACHE_SIZE = 512  # query vectors kept (1.5 KB each)
+# The query's session keeps the memory its longest query took: after queries of 150-256
+# word-pieces (a pasted snippet or stack trace) a server held ~8 MB more for the rest of its
+# life. Queries longer than this hand that back as they end; typed ones, shorter, reuse what
+# the session holds (bench/model_memory.py).
+QUERY_ARENA_KEPT_TOKENS = 64
 
 DEFAULT_BATCH_SIZE = 32
 # Padded tokens per model call. On a 2-core CPU, calls of ~1k tokens beat larger ones
@@ -392,7 +397,9 @@ class OnnxEmbedder:
                 self._query_vectors.move_to_end(text)
                 return known
         ids = self._tokenizer.encode_batch([text])[0].ids
-        vector = self._run([ids], session=self._query_session_ready())[0]
+        vector = self._run([ids], session=self._query_session_ready(),
+                           options=arena_given_back() if len(ids) > QUERY_ARENA_KEPT_TOKENS
+                           else None)[0]
         vector.setflags(write=False)  # shared by every search of this text
         with self._query_vectors_lock:
             self._query_vectors[text] = vector
@@ -430,5 +437,6 @@ class OnnxEmbedder:
         if bulk is not None:
             bulk.interrupt()
 
-    def _run(self, ids_list: list[list[int]], *, session: ort.InferenceSession) -> np.ndarray:
-        return run_pooled(session, *padded(ids_list))
+    def _run(self, ids_list: list[list[int]], *, session: ort.InferenceSession,
+             options: ort.RunOptions | None = None) -> np.ndarray:
+        return run_pooled(session, *padded(ids_list), options)
