@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 
 QUERY_CACHE_SIZE = 512  # query vectors kept (1.5 KB each)
 # The query's session keeps the memory its longest query took: after queries of 150-256
-# word-pieces (a pasted snippet or stack trace) a server held ~8 MB more for the rest of its
+# word-pieces (a pasted snippet or stack trace) a server held ~13 MB more for the rest of its
 # life. Queries longer than this hand that back as they end; typed ones, shorter, reuse what
 # the session holds (bench/model_memory.py).
 QUERY_ARENA_KEPT_TOKENS = 64

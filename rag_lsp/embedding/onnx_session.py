@@ -28,7 +28,7 @@ def new_session(onnx_path: str, threads: int, *, spinning: bool) -> ort.Inferenc
     # No memory patterns: with them onnxruntime plans one block for each input shape it meets,
     # and indexing's batches come in hundreds of shapes (texts x longest text); the arena grew
     # to hold the largest plans. Without, each tensor takes its place in the arena and gives it
-    # back: the embedding child peaked 188-189 MB instead of 205-206 on the same 1,200 texts,
+    # back: the embedding child peaked 188-189 MB instead of 205-208 on the same 1,200 texts,
     # with the same vectors and speed (bench/model_memory.py).
     options.enable_mem_pattern = False
     if not spinning:
