@@ -103,11 +103,13 @@ def record(path: str, chunks: int) -> FileRecord:
 
 
 def by_row_id(matrix: VectorMatrix) -> dict[int, tuple]:
-    """Each live row's vector and columns (rows a patch masked out left out)."""
+    """Each live row's exact vector, its codes and columns (rows a patch masked out left
+    out; the codes' slot in the file of exact vectors is where the patches put it)."""
     assert matrix.columns is not None
     rows = matrix.columns.to_pylist()
     assert len(rows) == len(matrix.row_ids) == len(matrix.vectors)
-    return {int(r): (matrix.vectors[at].tobytes(), rows[at])
+    codes = matrix.vectors[:, :matrix.dim]
+    return {int(r): (matrix.exact_vectors([at])[0].tobytes(), codes[at].tobytes(), rows[at])
             for at, r in enumerate(matrix.row_ids)
             if matrix.alive is None or matrix.alive[at]}
 
@@ -186,7 +188,7 @@ def test_own_writes_patch_the_copy_to_what_a_full_load_gives(loaded, write, monk
     # Searches answer from the patched copy alone (no reload needed, none started).
     for table in (store._chunks, store._view):  # noqa: SLF001 - the writer's and the reads'
         monkeypatch.setattr(table, "search", no_lancedb)
-    target = patched.vectors[-1]
+    target = patched.exact_vectors([-1])[0]
     def no_rows_read_back(*args, **kwargs):
         raise AssertionError("rows were read back from LanceDB")
 
@@ -218,7 +220,7 @@ def test_searches_during_the_write_get_the_copy_from_before_it(loaded):
     filtered: list[dict] = []
     whole: list[dict] = []
     ids = before.columns.column("id").to_pylist()
-    replaced = before.vectors[ids.index("lib/c.py#0")].copy()
+    replaced = before.exact_vectors([ids.index("lib/c.py#0")])[0]
     store._vectors.patch = search_then_patch  # noqa: SLF001
     new_rows = rows_for("lib/c.py", rng, 1, "omega")
     store.replace_files([record("lib/c.py", 1)], new_rows)
@@ -246,7 +248,7 @@ def test_a_failed_patch_leaves_the_copy_stale_and_a_reload_catches_up(loaded, mo
     assert held(store) is before
     monkeypatch.undo()
     assert store.vectors_in_memory() is None  # stale: searches ask LanceDB, a reload starts
-    assert store.vector_search(before.vectors[0], 1)
+    assert store.vector_search(before.exact_vectors([0])[0], 1)
     store._vectors._last_attempt = float("-inf")  # noqa: SLF001
     deadline = time.monotonic() + 30
     while (matrix := store.vectors_in_memory()) is None and time.monotonic() < deadline:
@@ -260,7 +262,7 @@ def test_a_copy_without_the_text_is_patched_but_not_served_during_a_write(loaded
     assert before.columns is not None
     store._vectors._matrix = VectorMatrix(  # noqa: SLF001
         before.version, before.row_ids, before.vectors, before.sorted_ids, before.sorted_rows,
-        before.terms, before.names, before.columns.drop_columns(["text"]))
+        before.terms, before.names, before.columns.drop_columns(["text"]), exact=before.exact)
     store._vectors._last_attempt = time.monotonic()  # no reload: the patch alone  # noqa: SLF001
     seen = []
     patch = store._vectors.patch  # noqa: SLF001

@@ -37,7 +37,7 @@ def test_batches_fill_one_matrix_even_past_the_counted_rows():
     batches = [batch(ids[:10], vectors[:10]), batch(ids[10:20], vectors[10:20]),
                batch(ids[20:], vectors[20:])]
     matrix = VectorMatrix.from_batches(5, batches, rows=12, dim=DIM)  # 13 rows came later
-    assert matrix.vectors.shape == (25, DIM) and matrix.version == 5
+    assert len(matrix.vectors) == 25 and matrix.version == 5
     for row_id, vector in zip(ids, vectors, strict=True):
         np.testing.assert_array_equal(matrix.vector_of(row_id), vector)
     assert matrix.vector_of(1) is None and matrix.vector_of(10**6) is None
@@ -49,7 +49,7 @@ def test_batches_fill_one_matrix_even_past_the_counted_rows():
 def test_fewer_rows_than_counted_and_none_at_all():
     rng = np.random.default_rng(4)
     matrix = VectorMatrix.from_batches(1, [batch([3, 4], unit(rng, 2))], rows=10, dim=DIM)
-    assert matrix.vectors.shape == (2, DIM)
+    assert len(matrix.vectors) == 2
     empty = VectorMatrix.from_batches(1, [], rows=0, dim=DIM)
     assert len(empty.nearest(unit(rng, 1)[0], 5)[0]) == 0 and empty.vector_of(3) is None
 

@@ -476,7 +476,8 @@ class ChunkStore:
                   .to_batches(VECTOR_LOAD_BATCH_ROWS))
         return VectorMatrix.from_batches(version, while_process_runs(reader), rows, self.dim,
                                          row_columns=KEPT_COLUMNS if len(columns) > 1 else (),
-                                         text_bytes=TEXT_IN_MEMORY_BYTES)
+                                         text_bytes=TEXT_IN_MEMORY_BYTES,
+                                         exact_folder=self.index_dir)
 
     def vectors_in_memory(self) -> VectorMatrix | None:
         """The vectors of the current version in memory, or ``None``: not loaded yet (a
@@ -699,16 +700,17 @@ class ChunkStore:
         rows = _rows_in_memory(matrix, positions, wanted)
         if rows is not None and self.moved():  # of the tables swapped out meanwhile
             return None
+        vectors = matrix.exact_vectors(positions) if with_vectors else None
         if rows is None:
             found = self._reading().take_row_ids(row_ids).select([*RESULT_COLUMNS, "_rowid"])
             by_id = {row.pop("_rowid"): row for row in found.to_list()}
             if len(by_id) < len(row_ids) or self.moved():  # rows went or a rebuild came
                 return None
             rows = [by_id[row_id] for row_id in row_ids]
-        for row, at, score in zip(rows, positions, scores.tolist(), strict=True):
+        for i, (row, score) in enumerate(zip(rows, scores.tolist(), strict=True)):
             row["_score"] = score
-            if with_vectors:
-                row["vector"] = matrix.vectors[at].copy()  # its row may move (see consistent)
+            if vectors is not None:
+                row["vector"] = vectors[i]
         return rows
 
     @_reports_damage

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from pathlib import Path
 from typing import TypeVar
 
 import numpy as np
@@ -32,6 +33,8 @@ import pyarrow.compute as pc
 
 from rag_lsp.memory import return_freed_memory
 from rag_lsp.priority import run_in_background
+from rag_lsp.store import packed_vectors
+from rag_lsp.store.packed_vectors import ExactVectors, pack, packed_width, slots
 from rag_lsp.store.term_index import LivePostings, TermIndex, TermIndexBuilder
 from rag_lsp.terms import path_terms
 
@@ -42,6 +45,12 @@ RELOAD_INTERVAL_SECONDS = 5.0  # while the table keeps changing, reload at most 
 # VectorMatrix.patched); once more than this share of the rows is masked out, it makes one
 # compact copy instead.
 DEAD_SHARE_MAX = 0.25
+# Patches append the new rows' exact vectors to the load's file and leave the replaced ones
+# there (see packed_vectors.ExactVectors); once it holds this many times the matrix's rows
+# (and more than EXACT_ROWS_MIN, 24 MB: a small file is not worth a reload), a patch gives up
+# and the reload that follows writes a new file of the live rows only.
+EXACT_ROWS_MAX_SHARE = 3.0
+EXACT_ROWS_MIN = 16_384
 
 T = TypeVar("T")
 
@@ -113,17 +122,18 @@ def _mover(vectors: np.ndarray, kept_at: np.ndarray, added: np.ndarray) -> Calla
 
 
 class Room:
-    """An array of vectors with room after its rows for those patches append (see
-    ``VectorMatrix._appended``). The room goes to one patch at a time: a matrix held by a
-    search only sees its own rows, and a second patch of the same matrix makes a compact
-    copy instead of writing over the first one's rows. A compaction in place takes the
-    whole array over (see ``VectorMatrix.pending_move``)."""
+    """An array of packed vectors (see rag_lsp.store.packed_vectors) with room after its rows
+    for those patches append (see ``VectorMatrix._appended``). The room goes to one patch at a
+    time: a matrix held by a search only sees its own rows, and a second patch of the same
+    matrix makes a compact copy instead of writing over the first one's rows. A compaction in
+    place takes the whole array over (see ``VectorMatrix.pending_move``)."""
 
-    def __init__(self, rows: int, dim: int):
-        """An array for ``rows`` rows, which its maker fills, and a quarter more. The room
-        costs address space, not memory, until patches write to it: the pages of a large
-        array are mapped when first written (see rag_lsp.memory.MMAP_THRESHOLD_BYTES)."""
-        self.vectors = np.empty((rows + max(ROOM_MIN_ROWS, rows // 4), dim), dtype=np.float32)
+    def __init__(self, rows: int, width: int):
+        """An array for ``rows`` rows of ``width`` bytes, which its maker fills, and a
+        quarter more. The room costs address space, not memory, until patches write to it:
+        the pages of a large array are mapped when first written (see
+        rag_lsp.memory.MMAP_THRESHOLD_BYTES)."""
+        self.vectors = np.empty((rows + max(ROOM_MIN_ROWS, rows // 4), width), dtype=np.int8)
         self._used = rows
         self._lock = threading.Lock()
 
@@ -162,7 +172,9 @@ class Room:
 class VectorMatrix:
     version: int
     row_ids: np.ndarray  # uint64, one per row
-    vectors: np.ndarray  # float32, rows x dim, unit length
+    # int8, a row each: the vector's 8-bit codes, scale, bound and slot in ``exact`` (see
+    # rag_lsp.store.packed_vectors)
+    vectors: np.ndarray
     sorted_ids: np.ndarray  # row ids in ascending order …
     sorted_rows: np.ndarray  # … and the row of ``vectors`` each one is in
     # Full-text postings of the same rows (row numbers as in ``vectors``), when the batches
@@ -185,11 +197,14 @@ class VectorMatrix:
     # are not: the holder runs it as it swaps this one in, readers retrying meanwhile (see
     # VectorCache.consistent).
     pending_move: Callable[[], None] | None = field(default=None, compare=False, repr=False)
+    # The float32 vectors, in a file (see packed_vectors.ExactVectors)
+    exact: ExactVectors = field(kw_only=True, compare=False, repr=False)
 
     @classmethod
     def from_batches(cls, version: int, batches: Iterable[pa.RecordBatch], rows: int,
                      dim: int, row_columns: Sequence[str] = (),
-                     text_bytes: int = 0, extending: VectorMatrix | None = None) -> VectorMatrix:
+                     text_bytes: int = 0, extending: VectorMatrix | None = None,
+                     exact_folder: Path | None = None) -> VectorMatrix:
         """The matrix from record batches of ``_rowid`` and ``vector`` (about ``rows`` rows),
         copied batch by batch into one array: reading the whole column at once held it three
         times over (Arrow table, combined chunks, NumPy copy), 300 MB more at 100k chunks.
@@ -199,11 +214,15 @@ class VectorMatrix:
         copied as it comes, since a batch may be a slice of a larger read, which the slice
         would keep whole until the end (at 23.7k chunks the load peaked 77 MB above what it
         then held, 36 MB with the copies; bench/README.md, "The in-memory copy's load"). With
-        ``extending``, the postings number terms as that matrix's do (see :meth:`patched`)."""
+        ``extending``, the postings number terms as that matrix's do (see :meth:`patched`),
+        and the exact vectors go to its file; else to a new one in ``exact_folder`` (see
+        ExactVectors)."""
+        exact = extending.exact if extending is not None else ExactVectors(dim, exact_folder)
+        width = packed_width(dim)
         # A load's vectors go into a room, so that the first patch after it appends there
         # instead of copying them all into one (see _appended).
-        room = Room(rows, dim) if rows else None
-        vectors = room.vectors if room is not None else np.empty((0, dim), dtype=np.float32)
+        room = Room(rows, width) if rows else None
+        vectors = room.vectors if room is not None else np.empty((0, width), dtype=np.int8)
         row_ids = np.empty(rows, dtype=np.uint64)
         words = {"terms": TermIndexBuilder(extending=extending and extending.terms),
                  "defines": TermIndexBuilder(lower=True,
@@ -218,9 +237,10 @@ class VectorMatrix:
             if filled + count > len(row_ids):  # rows were added since they were counted
                 row_ids = np.resize(row_ids, filled + count)
             if filled + count > len(vectors):  # past the room too
-                vectors, room = np.resize(vectors, (filled + count, dim)), None
+                vectors, room = np.resize(vectors, (filled + count, width)), None
             flat = batch.column("vector").flatten().to_numpy(zero_copy_only=False)
-            vectors[filled:filled + count] = flat.reshape(count, dim)
+            batch_vectors = flat.reshape(count, dim)
+            pack(batch_vectors, exact.append(batch_vectors), vectors[filled:filled + count])
             row_ids[filled:filled + count] = batch.column("_rowid").to_numpy()
             if {"terms", "defines", "path"} <= set(batch.schema.names):
                 with_words = True
@@ -260,7 +280,7 @@ class VectorMatrix:
             if texts:
                 columns = columns.append_column("text", pa.concat_arrays(texts))
         return cls(version, row_ids, vectors, row_ids[order], order, terms, names, columns,
-                   room=room)
+                   room=room, exact=exact)
 
     def settled(self) -> VectorMatrix:
         """This matrix with its pending move done (see ``pending_move``): from now on the
@@ -269,6 +289,10 @@ class VectorMatrix:
             return self
         self.pending_move()
         return replace(self, pending_move=None)
+
+    @property
+    def dim(self) -> int:
+        return self.exact.dim
 
     @property
     def holds_text(self) -> bool:
@@ -284,7 +308,8 @@ class VectorMatrix:
         the rows of ``paths``: this matrix's rows of other paths (their row ids unchanged,
         as an append, a delete or a merge of some files leaves them), then the rows of
         ``paths`` as ``batches`` carry them, read as a load reads (see :meth:`from_batches`).
-        ``None`` when this matrix does not know its rows' paths (no columns kept).
+        ``None`` when this matrix does not know its rows' paths (no columns kept), or when its
+        file of exact vectors has grown past ``EXACT_ROWS_MAX_SHARE`` of its rows.
 
         The new rows are appended and the rows they replace masked out (see ``alive``),
         instead of a copy of every row (a one-file patch at 12k chunks: 3.1 against 20.9 ms
@@ -295,9 +320,10 @@ class VectorMatrix:
         copy; ``in_place``, its live
         vectors move within their room when they fit there, a move left pending (see
         ``pending_move``) for the holder of this matrix to run."""
-        if self.columns is None:
+        if self.columns is None or self.exact.rows > max(
+                EXACT_ROWS_MIN, EXACT_ROWS_MAX_SHARE * len(self.row_ids)):
             return None
-        dim = self.vectors.shape[1]
+        dim = self.dim
         changed = pa.array(sorted(set(paths)), pa.string())
         gone = pc.is_in(self.columns.column("path"), value_set=changed)
         keep = ~gone.to_numpy(zero_copy_only=False)
@@ -371,7 +397,7 @@ class VectorMatrix:
                                     later.combine_chunks()])
         return VectorMatrix(version, row_ids, room.vectors[:rows + count], sorted_ids,
                             sorted_rows, terms, names, columns, alive, room,
-                            self.appended_rows + count)
+                            self.appended_rows + count, exact=self.exact)
 
     def _compacted(self, version: int, keep: np.ndarray, added: VectorMatrix,
                    added_terms: TermIndex | None, added_names: TermIndex | None,
@@ -385,7 +411,7 @@ class VectorMatrix:
         # rows written): the copy's columns and postings are new pages on top of the
         # process (at 23.7k chunks a re-index's peak was 12-16 MB lower for it).
         return_freed_memory()
-        dim = self.vectors.shape[1]
+        width = self.vectors.shape[1]
         row_columns = [c for c in self.columns.column_names if c != "text"]
         kept_at = np.flatnonzero(keep)
         kept_rows = len(kept_at)
@@ -400,7 +426,7 @@ class VectorMatrix:
             # chunks). A take not in its "raise" mode: that one (and np.compress, which
             # calls it) copies into a buffer of its own first, then into ``out``: 10.8
             # against 3.0 ms for 12k x 384, twice the pages faulted in.
-            room = Room(rows, dim)  # the patches after it append there
+            room = Room(rows, width)  # the patches after it append there
             vectors = room.vectors[:rows]
             np.take(self.vectors, kept_at, axis=0, out=vectors[:kept_rows], mode="clip")
             vectors[kept_rows:] = added.vectors
@@ -425,7 +451,7 @@ class VectorMatrix:
         if "text" in column_names and columns.column("text").nbytes > text_bytes:
             columns = columns.select(row_columns)
         return VectorMatrix(version, row_ids, vectors, row_ids[order], order, terms, names,
-                            columns, room=room, pending_move=pending_move)
+                            columns, room=room, pending_move=pending_move, exact=self.exact)
 
     def relabelled(self, version: int, ids: pa.Array, row_ids: np.ndarray) -> VectorMatrix | None:
         """The matrix of ``version``, a table version with the same rows as this one's that
@@ -458,23 +484,23 @@ class VectorMatrix:
             moved[live] = new_ids
         order = np.argsort(moved, kind="stable")
         return VectorMatrix(version, moved, self.vectors, moved[order], order, self.terms,
-                            self.names, self.columns, self.alive, self.room, self.appended_rows)
+                            self.names, self.columns, self.alive, self.room, self.appended_rows,
+                            exact=self.exact)
 
     def nearest(self, query: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
         """Positions (rows of ``vectors``) of the ``limit`` closest rows, closest first, and
-        their cosines; ``row_ids[positions]`` are their row ids."""
+        their exact cosines; ``row_ids[positions]`` are their row ids. Ties keep the earlier
+        row: the same rows in the same order whatever rows a patch masked out or appended."""
         live = self.live_rows
         if live == 0:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
-        scores = self.vectors @ query
-        scores[self._dead] = -np.inf
-        limit = min(limit, live)
-        top = np.argpartition(-scores, limit - 1)[:limit]
-        # Every row tied with the last one kept competes, and ties keep the earlier row: the
-        # same rows in the same order whatever rows a patch masked out or appended.
-        top = np.flatnonzero(scores >= scores[top].min())
-        top = top[np.lexsort((top, -scores[top]))][:limit]
-        return top, scores[top]
+        return packed_vectors.nearest(self.vectors, self.dim, self.exact, query,
+                                      min(limit, live), self._dead)
+
+    def exact_vectors(self, positions: Sequence[int] | np.ndarray) -> np.ndarray:
+        """The float32 vectors of the rows at ``positions`` (copies: see ``pending_move``)."""
+        at = np.asarray(positions, dtype=np.int64)
+        return self.exact.read(slots(self.vectors[at], self.dim))
 
     def rows_at(self, positions: np.ndarray, terms: Sequence[str] = ()) -> list[dict] | None:
         """The kept columns of the rows at ``positions``, each with its ``_rowid`` (and its
@@ -521,7 +547,7 @@ class VectorMatrix:
         while at < len(self.sorted_ids) and self.sorted_ids[at] == row_id:
             row = self.sorted_rows[at]
             if self.alive is None or self.alive[row]:
-                return self.vectors[row].copy()  # its row may move (see pending_move)
+                return self.exact_vectors([row])[0]
             at += 1  # a row masked out (see patched)
         return None
 
