@@ -15,6 +15,11 @@ of what the rounding took off, by Cauchy-Schwarz, plus what float32 rounding can
 row whose best possible cosine is below the ``limit``-th best worst possible one cannot be
 among the best, and every row that can is read. The rows and cosines are those of a float32
 matrix (bench/README.md, "The in-memory copy in 8 bits").
+
+Below :data:`FILE_MIN_ROWS` rows the float32 vectors stay in memory instead
+(:class:`HeldVectors`) and a search takes one float32 product over them: a small matrix is
+read from the CPU's cache faster than its codes are converted (12k rows: 0.4 against 1.3 ms a
+query), and what the file would save there is small (13 MB at 12k rows).
 """
 
 from __future__ import annotations
@@ -38,6 +43,25 @@ _CODE_MAX = 127
 # is at most dim * 2**-24 * 127 * |query|_1 <= dim**1.5 * 127 * 2**-24 code units; twice that,
 # added to each row's bound, covers it and the rounding of the scaling after.
 _ROUNDING = 2.0 * 127 * 2.0 ** -24
+
+
+# From this many rows a load keeps the float32 vectors in a file (ExactVectors), below in
+# memory (HeldVectors): 16k x 384 float32 is 24 MB, and there the codes cost 0.7-0.9 ms more
+# a query than one float32 product (bench/packed_vectors.py).
+FILE_MIN_ROWS = 16_384
+# Patches append the new rows' exact vectors and leave the replaced ones; once they hold this
+# many times the matrix's rows (and more than the minimum: a small file is not worth a
+# reload), a patch gives up and the reload after writes the live rows anew. Memory is held,
+# and scored each search, so it keeps fewer.
+EXACT_ROWS_MAX_SHARE = 3.0
+EXACT_ROWS_MIN = FILE_MIN_ROWS
+HELD_ROWS_MAX_SHARE = 1.5
+HELD_STALE_ROWS_MIN = 4096
+
+
+def exact_vectors_for(rows: int, dim: int, folder: Path | None) -> ExactVectors | HeldVectors:
+    """Where a load of ``rows`` rows keeps their float32 vectors."""
+    return HeldVectors(dim) if rows < FILE_MIN_ROWS else ExactVectors(dim, folder)
 
 
 def packed_width(dim: int) -> int:
@@ -107,11 +131,13 @@ def exact_cosines(vectors: np.ndarray, query: np.ndarray) -> np.ndarray:
     return np.einsum("ij,j->i", vectors, query.astype(np.float32, copy=False))
 
 
-def nearest(packed: np.ndarray, dim: int, exact: ExactVectors, query: np.ndarray, limit: int,
-            dead: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def nearest(packed: np.ndarray, dim: int, exact: ExactVectors | HeldVectors, query: np.ndarray,
+            limit: int, dead: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Positions of the ``limit`` rows of ``packed`` closest to ``query`` (none of ``dead``;
     ``limit`` at most the live rows), closest first, and their exact cosines. Rows of equal
     cosine keep the earlier one first, so a patch that moves rows changes nothing."""
+    if isinstance(exact, HeldVectors):
+        return _nearest_held(packed, dim, exact, query, limit, dead)
     scores = code_scores(packed, dim, query)
     slack = bounds(packed, dim) * np.float32(np.linalg.norm(query))
     lower = scores - slack
@@ -123,6 +149,64 @@ def nearest(packed: np.ndarray, dim: int, exact: ExactVectors, query: np.ndarray
     cosines = exact_cosines(exact.read(slots(packed[candidates], dim)), query)
     order = np.lexsort((candidates, -cosines))[:limit]
     return candidates[order], cosines[order]
+
+
+def _nearest_held(packed: np.ndarray, dim: int, exact: HeldVectors, query: np.ndarray,
+                  limit: int, dead: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`nearest` from float32 vectors in memory: every cosine from one product (over
+    every slot, the replaced rows' too: :meth:`HeldVectors.outgrown` keeps those few)."""
+    cosines = (exact.held() @ query.astype(np.float32, copy=False))[slots(packed, dim)]
+    cosines[dead] = -np.inf
+    top = np.argpartition(-cosines, limit - 1)[:limit]
+    # Every row as close as the last of them, so that ties go to the earlier rows
+    top = np.flatnonzero(cosines >= cosines[top].min())
+    top = top[np.lexsort((top, -cosines[top]))][:limit]
+    return top, cosines[top]
+
+
+class HeldVectors:
+    """Float32 vectors in memory, appended in order (row ``slot``), for a copy of fewer than
+    :data:`FILE_MIN_ROWS` rows: what :class:`ExactVectors` does with a file."""
+
+    def __init__(self, dim: int):
+        self.dim = dim
+        self._lock = threading.Lock()
+        self._rows = 0
+        self._vectors = np.empty((0, dim), dtype=np.float32)
+
+    @property
+    def rows(self) -> int:
+        return self._rows
+
+    def outgrown(self, live_rows: int) -> bool:
+        """Whether rows replaced since the load (a search still scores them) have made this
+        worth writing anew, or the copy has grown to be kept in a file."""
+        return (self._rows > max(HELD_STALE_ROWS_MIN, HELD_ROWS_MAX_SHARE * live_rows)
+                or live_rows >= FILE_MIN_ROWS)
+
+    def append(self, vectors: np.ndarray) -> int:
+        """Store ``vectors`` after the rows stored before; the slot of the first."""
+        with self._lock:
+            first, count = self._rows, len(vectors)
+            if first + count > len(self._vectors):  # room for a quarter more (amortized)
+                grown = np.empty((first + count + (first + count) // 4, self.dim), np.float32)
+                grown[:first] = self._vectors[:first]
+                self._vectors = grown  # a search under way keeps the array it took
+            self._vectors[first:first + count] = vectors
+            self._rows = first + count
+        return first
+
+    def held(self) -> np.ndarray:
+        """Every slot's vector so far (a view: rows appended later are not in it)."""
+        with self._lock:
+            return self._vectors[:self._rows]
+
+    def read(self, at: np.ndarray) -> np.ndarray:
+        """The vectors in slots ``at``, in that order (a copy)."""
+        return self.held()[np.asarray(at, dtype=np.int64)]
+
+    def close(self) -> None:
+        self._vectors = np.empty((0, self.dim), dtype=np.float32)
 
 
 class ExactVectors:
@@ -149,6 +233,11 @@ class ExactVectors:
     @property
     def rows(self) -> int:
         return self._rows
+
+    def outgrown(self, live_rows: int) -> bool:
+        """Whether the rows replaced since the load (left in the file) have made it worth
+        writing anew: a patch then gives up, and the reload after writes a new file."""
+        return self._rows > max(EXACT_ROWS_MIN, EXACT_ROWS_MAX_SHARE * live_rows)
 
     def append(self, vectors: np.ndarray) -> int:
         """Write ``vectors`` after the rows written before; the slot of the first."""

@@ -2,12 +2,14 @@
 
 LanceDB's brute-force vector search costs ~15-25 ms per query at 10k chunks on two cores,
 nearly all of it overhead; one matrix-vector product over the same vectors takes under 1 ms
-(12k x 384 float32 = 18 MB). The matrix belongs to one table version. After this process's
-own writes it is patched (the changed files' rows read again and appended, the rows they
-replace masked out; after a compaction, only new row ids): while such a write runs, searches
-keep the matrix of the version before it. After anyone else's write the store falls back to
-LanceDB until a background reload (at most one every few seconds, so an indexing run is not
-slowed down) has caught up. Row ids (``_rowid``) find the rows again.
+(12k x 384 float32 = 18 MB). The matrix holds each vector as 8-bit codes (400 bytes a row), its
+float32 vectors kept in a file past a size, in memory below it, and a search ranks by the exact
+cosines (see rag_lsp.store.packed_vectors). The matrix belongs to one table version. After
+this process's own writes it is patched (the changed files' rows read again and appended, the
+rows they replace masked out; after a compaction, only new row ids): while such a write runs,
+searches keep the matrix of the version before it. After anyone else's write the store falls
+back to LanceDB until a background reload (at most one every few seconds, so an indexing run
+is not slowed down) has caught up. Row ids (``_rowid``) find the rows again.
 
 Up to a size the load also keeps the columns a search ranks by, as Arrow arrays: reading the
 ~70 rows each retriever finds back from LanceDB cost ~4 ms a read, two or three reads a search
@@ -34,7 +36,14 @@ import pyarrow.compute as pc
 from rag_lsp.memory import return_freed_memory
 from rag_lsp.priority import run_in_background
 from rag_lsp.store import packed_vectors
-from rag_lsp.store.packed_vectors import ExactVectors, pack, packed_width, slots
+from rag_lsp.store.packed_vectors import (
+    ExactVectors,
+    HeldVectors,
+    exact_vectors_for,
+    pack,
+    packed_width,
+    slots,
+)
 from rag_lsp.store.term_index import LivePostings, TermIndex, TermIndexBuilder
 from rag_lsp.terms import path_terms
 
@@ -45,12 +54,6 @@ RELOAD_INTERVAL_SECONDS = 5.0  # while the table keeps changing, reload at most 
 # VectorMatrix.patched); once more than this share of the rows is masked out, it makes one
 # compact copy instead.
 DEAD_SHARE_MAX = 0.25
-# Patches append the new rows' exact vectors to the load's file and leave the replaced ones
-# there (see packed_vectors.ExactVectors); once it holds this many times the matrix's rows
-# (and more than EXACT_ROWS_MIN, 24 MB: a small file is not worth a reload), a patch gives up
-# and the reload that follows writes a new file of the live rows only.
-EXACT_ROWS_MAX_SHARE = 3.0
-EXACT_ROWS_MIN = 16_384
 
 T = TypeVar("T")
 
@@ -197,8 +200,8 @@ class VectorMatrix:
     # are not: the holder runs it as it swaps this one in, readers retrying meanwhile (see
     # VectorCache.consistent).
     pending_move: Callable[[], None] | None = field(default=None, compare=False, repr=False)
-    # The float32 vectors, in a file (see packed_vectors.ExactVectors)
-    exact: ExactVectors = field(kw_only=True, compare=False, repr=False)
+    # The float32 vectors, in a file or, for a small copy, in memory (see packed_vectors)
+    exact: ExactVectors | HeldVectors = field(kw_only=True, compare=False, repr=False)
 
     @classmethod
     def from_batches(cls, version: int, batches: Iterable[pa.RecordBatch], rows: int,
@@ -215,9 +218,10 @@ class VectorMatrix:
         would keep whole until the end (at 23.7k chunks the load peaked 77 MB above what it
         then held, 36 MB with the copies; bench/README.md, "The in-memory copy's load"). With
         ``extending``, the postings number terms as that matrix's do (see :meth:`patched`),
-        and the exact vectors go to its file; else to a new one in ``exact_folder`` (see
-        ExactVectors)."""
-        exact = extending.exact if extending is not None else ExactVectors(dim, exact_folder)
+        and the exact vectors go where its go; else to a new file in ``exact_folder``, or
+        memory for a small copy (see packed_vectors.exact_vectors_for)."""
+        exact = (extending.exact if extending is not None
+                 else exact_vectors_for(rows, dim, exact_folder))
         width = packed_width(dim)
         # A load's vectors go into a room, so that the first patch after it appends there
         # instead of copying them all into one (see _appended).
@@ -309,7 +313,8 @@ class VectorMatrix:
         as an append, a delete or a merge of some files leaves them), then the rows of
         ``paths`` as ``batches`` carry them, read as a load reads (see :meth:`from_batches`).
         ``None`` when this matrix does not know its rows' paths (no columns kept), or when its
-        file of exact vectors has grown past ``EXACT_ROWS_MAX_SHARE`` of its rows.
+        exact vectors have outgrown it (see ``ExactVectors.outgrown``): the reload after
+        keeps the live rows' only.
 
         The new rows are appended and the rows they replace masked out (see ``alive``),
         instead of a copy of every row (a one-file patch at 12k chunks: 3.1 against 20.9 ms
@@ -320,8 +325,7 @@ class VectorMatrix:
         copy; ``in_place``, its live
         vectors move within their room when they fit there, a move left pending (see
         ``pending_move``) for the holder of this matrix to run."""
-        if self.columns is None or self.exact.rows > max(
-                EXACT_ROWS_MIN, EXACT_ROWS_MAX_SHARE * len(self.row_ids)):
+        if self.columns is None or self.exact.outgrown(len(self.row_ids)):
             return None
         dim = self.dim
         changed = pa.array(sorted(set(paths)), pa.string())
