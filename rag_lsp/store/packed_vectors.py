@@ -98,7 +98,13 @@ def pack(vectors: np.ndarray, first_slot: int, out: np.ndarray) -> None:
     codes = np.rint(vectors / scale[:, None])
     out[:, :dim] = codes
     out[:, dim:-(-dim // 8) * 8] = 0
-    residual = np.linalg.norm(vectors.astype(np.float64) - codes * scale[:, None], axis=1)
+    # The residual's length in float32 (in float64 packing 47.5k rows took 0.18 s instead of
+    # 0.05), then made an upper bound of the exact one: each component is off by at most
+    # 2**-24 x (127 x scale + |its residual|) <= 2**-24 x 128 x scale, the sum of squares by
+    # at most dim x 2**-24 of it.
+    residual = vectors - (codes * scale[:, None]).astype(np.float32)
+    residual = np.sqrt(np.einsum("ij,ij->i", residual, residual))
+    residual = residual * (1 + 2 * dim * 2.0 ** -24) + dim ** 0.5 * 130 * 2.0 ** -24 * scale
     scales(out, dim)[:] = scale
     bounds(out, dim)[:] = residual * (1 + 1e-6) + scale * dim ** 1.5 * _ROUNDING + 1e-7
     slots(out, dim)[:] = np.arange(first_slot, first_slot + len(vectors))
@@ -205,9 +211,6 @@ class HeldVectors:
         """The vectors in slots ``at``, in that order (a copy)."""
         return self.held()[np.asarray(at, dtype=np.int64)]
 
-    def close(self) -> None:
-        self._vectors = np.empty((0, self.dim), dtype=np.float32)
-
 
 class ExactVectors:
     """Float32 vectors in a file of their own, appended in order (row ``slot`` at byte
@@ -260,9 +263,6 @@ class ExactVectors:
                 raise OSError(f"exact vector {slot} is missing from its file")
             out[i] = np.frombuffer(data, dtype=np.float32)
         return out
-
-    def close(self) -> None:
-        self._file.close()
 
 
 if hasattr(os, "pread"):
