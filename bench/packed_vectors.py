@@ -66,7 +66,7 @@ def index_vectors(index: Path) -> np.ndarray:
     import lancedb
 
     table = lancedb.connect(index).open_table("chunks")
-    column = table.to_lance().to_table(columns=["vector"]).column("vector")
+    column = table.search().select(["vector"]).limit(None).to_arrow().column("vector")
     return column.combine_chunks().flatten().to_numpy().reshape(-1, DIM).astype(np.float32)
 
 

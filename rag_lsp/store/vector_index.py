@@ -53,7 +53,9 @@ from lancedb.index import IvfRq
 # it) took 419-423 MB idle and 474-487 while re-indexing, at 47.5k chunks; with the ANN index
 # from 20k chunks instead (a trial) 302 and 351-361, but a search's p95 was 41 ms idle and 56
 # during a re-index against 26 and 31-34; at 23.7k chunks of real vectors 38 and 55 ms against
-# 22 and 26, for 22-96 MB less (bench/README.md, "Near 50k chunks").
+# 22 and 26, for 22-96 MB less (bench/README.md, "Near 50k chunks"). Since the matrix holds
+# 8-bit codes (its float32 vectors in a file), 352-357 MB idle and 402-412 re-indexing
+# (bench/README.md, "The in-memory copy in 8 bits").
 MATRIX_MAX_ROWS = 50_000
 # Chunks from which a compaction runs in a child process, up to MATRIX_MAX_ROWS (see
 # compacts_in_a_child). A re-index at 23.7k chunks took the language server from 380 MB idle to
