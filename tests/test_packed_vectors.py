@@ -130,7 +130,18 @@ def test_a_matrix_holds_codes_and_patches_append_to_its_exact_vectors(monkeypatc
     assert again is not None and matrix.exact.rows == 50
     found, _ = again.nearest(vectors[35], 1)  # the row's new copy, not the masked one
     assert again.row_ids[found].tolist() == [35]
-    assert again.patched(4, ["b.py"], [rows(30, 10, "b.py")], 0) is None
+    fourth = again.patched(4, ["b.py"], [rows(30, 10, "b.py")], 0)
+    if not held:  # the file waits for the reload
+        assert fourth is None
+        return
+    # Memory is written anew by the patch: the live rows' vectors only, in row order.
+    assert fourth is not None and fourth.exact is not matrix.exact and fourth.exact.rows == 40
+    assert packed_vectors.slots(fourth.vectors, dim).tolist() == list(range(40))
+    np.testing.assert_array_equal(fourth.exact_vectors(np.arange(40)),
+                                  vectors[fourth.row_ids.astype(np.int64)])
+    found, cosines = fourth.nearest(vectors[35], 3)
+    assert fourth.row_ids[found[0]] == 35 and abs(cosines[0] - 1) < 1e-6
+    assert again.vector_of(35).tolist() == vectors[35].tolist()  # the matrix before still reads
 
 
 def test_a_copy_in_memory_is_outgrown_once_it_is_large_enough_for_a_file(monkeypatch):

@@ -186,7 +186,8 @@ class HeldVectors:
 
     def outgrown(self, live_rows: int) -> bool:
         """Whether rows replaced since the load (a search still scores them) have made this
-        worth writing anew, or the copy has grown to be kept in a file."""
+        worth writing anew (a patch's compact copy does: see VectorMatrix.patched), or the
+        copy has grown to be kept in a file (the reload after a patch gives up does)."""
         return (self._rows > max(HELD_STALE_ROWS_MIN, HELD_ROWS_MAX_SHARE * live_rows)
                 or live_rows >= FILE_MIN_ROWS)
 
@@ -210,6 +211,13 @@ class HeldVectors:
     def read(self, at: np.ndarray) -> np.ndarray:
         """The vectors in slots ``at``, in that order (a copy)."""
         return self.held()[np.asarray(at, dtype=np.int64)]
+
+    def of_slots(self, at: np.ndarray) -> HeldVectors:
+        """A new store of the vectors in slots ``at``, in that order (slot ``i`` of it is
+        ``at[i]`` of this one)."""
+        renewed = HeldVectors(self.dim)
+        renewed.append(self.read(at))
+        return renewed
 
 
 class ExactVectors:

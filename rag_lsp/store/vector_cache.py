@@ -325,7 +325,14 @@ class VectorMatrix:
         copy; ``in_place``, its live
         vectors move within their room when they fit there, a move left pending (see
         ``pending_move``) for the holder of this matrix to run."""
-        if self.columns is None or self.exact.outgrown(len(self.row_ids)):
+        if self.columns is None:
+            return None
+        # Vectors held in memory are written anew by a compact copy of the live rows (no
+        # reload: until one caught up, searches would ask LanceDB); a file, or a copy grown
+        # large enough for one, waits for the reload.
+        renew = self.exact.outgrown(len(self.row_ids))
+        if renew and not (isinstance(self.exact, HeldVectors)
+                          and len(self.row_ids) < packed_vectors.FILE_MIN_ROWS):
             return None
         dim = self.dim
         changed = pa.array(sorted(set(paths)), pa.string())
@@ -358,11 +365,11 @@ class VectorMatrix:
         # three times over filled the room before a quarter was masked out, and the copy
         # peaked 51 MB above the process; bench/README.md, "The in-memory copy's room and
         # its compaction".)
-        if (over_budget or dead > DEAD_SHARE_MAX * rows
+        if (renew or over_budget or dead > DEAD_SHARE_MAX * rows
                 or self.appended_rows + len(added.row_ids) > DEAD_SHARE_MAX * rows
                 or self.room is None or not self.room.claim(len(keep), len(added.row_ids))):
             return self._compacted(version, keep, added, added_terms, added_names, new,
-                                   text_bytes, in_place)
+                                   text_bytes, in_place and not renew, renew=renew)
         return self._appended(version, keep, added, added_terms, added_names, new)
 
     def _appended(self, version: int, keep: np.ndarray, added: VectorMatrix,
@@ -405,7 +412,8 @@ class VectorMatrix:
 
     def _compacted(self, version: int, keep: np.ndarray, added: VectorMatrix,
                    added_terms: TermIndex | None, added_names: TermIndex | None,
-                   new: pa.Table, text_bytes: int, in_place: bool = False) -> VectorMatrix:
+                   new: pa.Table, text_bytes: int, in_place: bool = False,
+                   renew: bool = False) -> VectorMatrix:
         """The rows of this matrix in ``keep``, then ``added``'s, in one new copy; with
         ``in_place``, the vectors moved within this matrix's room if they fit (see
         ``pending_move``) instead of copied beside it (at 23.7k chunks a copy of the vectors
@@ -434,6 +442,10 @@ class VectorMatrix:
             vectors = room.vectors[:rows]
             np.take(self.vectors, kept_at, axis=0, out=vectors[:kept_rows], mode="clip")
             vectors[kept_rows:] = added.vectors
+        exact = self.exact
+        if renew:  # the live rows' vectors alone, in a store of their own (see patched)
+            exact = exact.of_slots(slots(vectors, self.dim))
+            slots(vectors, self.dim)[:] = np.arange(rows)
         row_ids = np.concatenate([self.row_ids[keep], added.row_ids])
         order = np.argsort(row_ids, kind="stable")
         terms = names = None
@@ -455,7 +467,7 @@ class VectorMatrix:
         if "text" in column_names and columns.column("text").nbytes > text_bytes:
             columns = columns.select(row_columns)
         return VectorMatrix(version, row_ids, vectors, row_ids[order], order, terms, names,
-                            columns, room=room, pending_move=pending_move, exact=self.exact)
+                            columns, room=room, pending_move=pending_move, exact=exact)
 
     def relabelled(self, version: int, ids: pa.Array, row_ids: np.ndarray) -> VectorMatrix | None:
         """The matrix of ``version``, a table version with the same rows as this one's that
