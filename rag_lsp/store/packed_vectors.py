@@ -203,6 +203,11 @@ class HeldVectors:
             self._rows = first + count
         return first
 
+    def renewable(self, live_rows: int) -> bool:
+        """Whether a patch may write this anew (see :meth:`of_slots`) once outgrown: while
+        the copy is small enough to stay in memory."""
+        return live_rows < FILE_MIN_ROWS
+
     def held(self) -> np.ndarray:
         """Every slot's vector so far (a view: rows appended later are not in it)."""
         with self._lock:
@@ -249,6 +254,10 @@ class ExactVectors:
         """Whether the rows replaced since the load (left in the file) have made it worth
         writing anew: a patch then gives up, and the reload after writes a new file."""
         return self._rows > max(EXACT_ROWS_MIN, EXACT_ROWS_MAX_SHARE * live_rows)
+
+    def renewable(self, live_rows: int) -> bool:
+        """A file is written anew by the reload after a patch gives up, not by a patch."""
+        return False
 
     def append(self, vectors: np.ndarray) -> int:
         """Write ``vectors`` after the rows written before; the slot of the first."""

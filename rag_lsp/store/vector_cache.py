@@ -331,8 +331,7 @@ class VectorMatrix:
         # reload: until one caught up, searches would ask LanceDB); a file, or a copy grown
         # large enough for one, waits for the reload.
         renew = self.exact.outgrown(len(self.row_ids))
-        if renew and not (isinstance(self.exact, HeldVectors)
-                          and len(self.row_ids) < packed_vectors.FILE_MIN_ROWS):
+        if renew and not self.exact.renewable(len(self.row_ids)):
             return None
         dim = self.dim
         changed = pa.array(sorted(set(paths)), pa.string())
