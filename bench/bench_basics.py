@@ -30,6 +30,13 @@ def workdir_problem(workdir: Path) -> str | None:
             "--workdir DIR (--stand-in-vectors at 100k chunks)")
 
 
+def checkouts(this_tree: Path, baseline: Path | None) -> dict[str, Path]:
+    """The checkouts a bench measures by name: ``baseline`` (another checkout, e.g. a git
+    worktree of an older commit) first when given, then this tree."""
+    tree = {"this tree": this_tree}
+    return {"baseline": baseline.resolve(), **tree} if baseline else tree
+
+
 def pss_kb(pid: int | str = "self") -> int:
     """Proportional set size of a process, KB: its resident memory with each page it shares
     with others (the libraries a child maps too) split between them, so that processes add

@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 # Nothing heavy before the child's set-up (see bench_basics)
-from bench_basics import pct, workdir_problem  # this script's folder is on the import path
+from bench_basics import checkouts, pct, workdir_problem  # this script's folder is on the path
 from engine_latency import run_child
 from index_workspace import RESULTS
 
@@ -129,9 +129,7 @@ def main() -> int:
     problem = workdir_problem(args.workdir)
     if problem:
         parser.error(problem)
-    codes = {"this tree": HERE.parent}
-    if args.baseline:
-        codes = {"baseline": args.baseline.resolve(), **codes}
+    codes = checkouts(HERE.parent, args.baseline)
     runs = {name: measure(code, args.workdir.resolve(), args) for name, code in codes.items()}
     result = {"workdir": str(args.workdir), "rounds": args.rounds, "files": args.files,
               "searches": args.searches, "chunks": next(iter(runs.values()))["chunks"],

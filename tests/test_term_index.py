@@ -6,6 +6,7 @@ import time
 
 import numpy as np
 import pyarrow as pa
+import pytest
 
 from rag_lsp.store.lance_store import ChunkStore
 from rag_lsp.store.term_index import TermIndex, TermIndexBuilder
@@ -59,13 +60,15 @@ def test_an_empty_column():
     assert len(index) == 0 and index.search(["x"], 3)[0].tolist() == []
 
 
-def test_postings_built_in_batches_list_each_terms_rows_once_in_order():
+@pytest.mark.parametrize("expected_rows", [0, 3, 32, 100_000])
+def test_postings_built_in_batches_list_each_terms_rows_once_in_order(expected_rows):
     # Built batch by batch, some terms repeated within a row, numbered after another index's
-    # vocabulary: each term's rows are those that have it, ascending, once each.
+    # vocabulary: each term's rows are those that have it, ascending, once each. Whatever
+    # rows were expected (32 come): the keys' array outgrown or not.
     rng = np.random.default_rng(7)
     words = [f"w{i}" for i in range(40)]
     earlier = TermIndex.build(pa.array(["w3 w5", "old w39"]))
-    builder = TermIndexBuilder(extending=earlier)
+    builder = TermIndexBuilder(extending=earlier, expected_rows=expected_rows)
     rows: list[list[str]] = []
     for size in (5, 1, 0, 17, 9):
         batch = [" ".join(rng.choice(words, rng.integers(0, 12))) for _ in range(size)]

@@ -176,3 +176,31 @@ def test_the_store_reads_its_vectors_through_the_shutdown_check(tmp_path, monkey
     monkeypatch.setattr(vector_cache, "shutting_down", lambda: True)
     with pytest.raises(ProcessEnding):
         store._load_vectors()  # noqa: SLF001
+
+
+@pytest.mark.parametrize("page_rows", [4, 5, 64])
+def test_the_store_loads_every_row_once_through_scans_of_a_page_each(tmp_path, monkeypatch,
+                                                                      page_rows):
+    """The load reads the table in scans of LOAD_PAGE_ROWS rows (a page that ends the table
+    exactly, one that ends it part-way, one page for it all): every row comes once, with
+    its own vector and columns."""
+    from rag_lsp.store import lance_store
+    monkeypatch.setattr(lance_store, "LOAD_PAGE_ROWS", page_rows)
+    store = ChunkStore(tmp_path / "ix", DIM, create=True)
+    rng = np.random.default_rng(11)
+    vectors = {name: unit(rng, rows) for name, rows in (("a.py", 12), ("b.py", 8))}
+    for name, held in vectors.items():
+        store.replace_files([FileRecord(name, 1, 1, "0" * 64, len(held))],
+                            rows_for(name, held))
+    matrix = store._load_vectors()  # noqa: SLF001
+    assert matrix is not None and len(matrix.row_ids) == 20
+    assert len(set(matrix.row_ids.tolist())) == 20
+    rows = matrix.rows_at(np.arange(20))
+    assert rows is not None
+    found = {(row["path"], row["start_line"]): matrix.exact_vectors([at])[0]
+             for at, row in enumerate(rows)}
+    stored = (store._chunks.search().select(["path", "start_line", "vector"])  # noqa: SLF001
+              .limit(None).to_list())
+    assert len(found) == len(stored) == 20
+    for row in stored:
+        np.testing.assert_array_equal(found[(row["path"], row["start_line"])], row["vector"])

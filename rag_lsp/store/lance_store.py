@@ -107,6 +107,11 @@ SAMPLE_COLUMNS = ["vector", "terms"]
 # Rows read at a time into the in-memory vector matrix and postings: with the words, 8,192
 # held ~25 MB more at the peak of a 12k-chunk load than 2,048.
 VECTOR_LOAD_BATCH_ROWS = 2048
+# Rows the in-memory copy's load asks LanceDB for in one scan. A scan decodes ahead of its
+# reader, and the load reads slower than LanceDB decodes: a scan of every row held up to
+# ~75 MB of decoded batches beside the load at 47.5k chunks, one of 8,192 rows ~25 MB
+# (bench/README.md, "The copy's load in pages").
+LOAD_PAGE_ROWS = 8192
 # Chunks up to which full-text lookups are answered from memory: the postings load with the
 # vector matrix, which is not loaded past MATRIX_MAX_ROWS anyway.
 POSTINGS_MAX_ROWS = MATRIX_MAX_ROWS
@@ -223,6 +228,23 @@ def _manifests_before(versions_dir: Path, cutoff: float) -> int:
 def _batches(values: Sequence[str], size: int = _IN_BATCH) -> Iterable[Sequence[str]]:
     for start in range(0, len(values), size):
         yield values[start : start + size]
+
+
+def _scanned_in_pages(table, columns: list[str], page_rows: int
+                      ) -> Iterator[pa.RecordBatch]:  # table: lancedb.table.Table
+    """Every row of ``table`` (a handle at one version) with ``columns`` and ``_rowid``, in
+    batches of :data:`VECTOR_LOAD_BATCH_ROWS`, read by scans of ``page_rows`` rows one after
+    the other: each scan decodes ahead of its reader only as far as its own end."""
+    offset = 0
+    while True:
+        read = 0
+        for batch in (table.search().select(columns).with_row_id(True).offset(offset)
+                      .limit(page_rows).to_batches(VECTOR_LOAD_BATCH_ROWS)):
+            read += batch.num_rows
+            yield batch
+        if read < page_rows:
+            return
+        offset += read
 
 
 def _rows_in_memory(matrix: VectorMatrix, positions: np.ndarray, terms: Sequence[str] | None
@@ -472,8 +494,7 @@ class ChunkStore:
         # lookups are already a small part of a search.
         # The ranking columns too (~5.6 MB at 12k chunks of generated Python).
         columns = ["vector", *ROW_COLUMNS, "text"] if rows <= POSTINGS_MAX_ROWS else ["vector"]
-        reader = (table.search().select(columns).with_row_id(True).limit(None)
-                  .to_batches(VECTOR_LOAD_BATCH_ROWS))
+        reader = _scanned_in_pages(table, columns, LOAD_PAGE_ROWS)
         return VectorMatrix.from_batches(version, while_process_runs(reader), rows, self.dim,
                                          row_columns=KEPT_COLUMNS if len(columns) > 1 else (),
                                          text_bytes=TEXT_IN_MEMORY_BYTES,

@@ -223,21 +223,55 @@ class LivePostings:
         return best_first(scores, limit)
 
 
+class _Keys:
+    """int64 keys appended batch by batch into one array, so that sorting them all needs no
+    second copy (joining the batches' arrays at the end held every key twice for a moment:
+    ~30 MB more at 47.5k chunks, then the peak of the in-memory copy's load; bench/README.md,
+    "The copy's load in pages"). The array is made with room to spare: 1.5 times the first
+    batch's keys a row times the rows expected. Room never written costs no memory (a large
+    array is a mapping of its own, whose pages become resident when first written). Past
+    it, a new array of twice the size."""
+
+    def __init__(self, expected_rows: int):
+        self._expected_rows = expected_rows
+        self._array = np.empty(0, dtype=np.int64)
+        self.count = 0
+
+    def append(self, keys: np.ndarray, rows: int) -> None:
+        """Append ``keys``, those of ``rows`` rows."""
+        needed = self.count + len(keys)
+        if needed > len(self._array):
+            per_row = len(keys) / max(rows, 1)
+            room = max(2 * needed, int(1.5 * per_row * self._expected_rows))
+            grown = np.empty(room, dtype=np.int64)
+            grown[:self.count] = self._array[:self.count]
+            self._array = grown
+        self._array[self.count:needed] = keys
+        self.count = needed
+
+    def taken(self) -> np.ndarray:
+        """The keys so far (a view: this object keeps nothing after)."""
+        keys, self._array = self._array[:self.count], np.empty(0, dtype=np.int64)
+        self.count = 0
+        return keys
+
+
 class TermIndexBuilder:
     """Builds a :class:`TermIndex` one batch of rows at a time: splitting and counting happen
     in Arrow and NumPy, not in a Python loop over terms, and only one batch's words are held
     as strings at a time (at 50k chunks a column holds millions of (chunk, term) pairs)."""
 
     def __init__(self, *, lower: bool = False, max_terms: int = MAX_TERMS,
-                 extending: TermIndex | LivePostings | None = None):
+                 extending: TermIndex | LivePostings | None = None, expected_rows: int = 0):
         """``extending``: rows to be added to that index (see :meth:`TermIndex.patched`),
-        so their terms are numbered as in it (its vocabulary is copied, not changed)."""
+        so their terms are numbered as in it (its vocabulary is copied, not changed).
+        ``expected_rows``: about how many rows will come (0: unknown)."""
         self._lower = lower
         self._max_terms = max_terms
         self._vocabulary: dict[str, int] = (dict(extending.vocabulary)
                                              if extending is not None else {})
-        # Per batch, one posting a key: its term id in the high 32 bits, its row in the low.
-        self._postings: list[np.ndarray] = []
+        # One posting a key: its term id in the high 32 bits, its row in the low.
+        self._postings = _Keys(expected_rows)
         self._lengths: list[np.ndarray] = []  # per batch: distinct terms of each row
         self._rows = 0
 
@@ -266,7 +300,7 @@ class TermIndexBuilder:
         # and a comparison: numpy 2.4's np.unique took 20 times as long, half of a load.)
         keys = np.sort((terms.astype(np.int64) << _ROW_BITS) + owners + self._rows)
         keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))[:len(keys)]]
-        self._postings.append(keys)
+        self._postings.append(keys, len(column))
         self._lengths.append(np.bincount((keys & _ROW_MASK) - self._rows,
                                          minlength=len(column)))
         self._rows += len(column)
@@ -281,11 +315,10 @@ class TermIndexBuilder:
         """The postings, each term's rows in order. One sort of the keys in place: a stable
         argsort of the term ids (int64 indexes, its buffer, the rows gathered) held ~80 MB
         more for a moment at 48k chunks, the peak of the in-memory copy's load."""
-        postings = (np.concatenate(self._postings) if self._postings
-                    else np.empty(0, np.int64))
+        postings = self._postings.taken()
         lengths = (np.concatenate(self._lengths).astype(np.float32) if self._lengths
                    else np.empty(0, np.float32))
-        self._postings, self._lengths = [], []
+        self._lengths = []
         postings.sort()  # by term, then row
         first_keys = np.arange(len(self._vocabulary) + 1, dtype=np.int64) << _ROW_BITS
         starts = np.searchsorted(postings, first_keys).astype(np.int64)

@@ -91,11 +91,46 @@ def shutting_down() -> bool:
     return not threading.main_thread().is_alive()
 
 
-def _own_copy(batch: pa.RecordBatch) -> pa.RecordBatch:
-    """``batch``'s columns copied into buffers of their own (of their size: a slice's
-    buffers are its whole parent's)."""
-    return pa.RecordBatch.from_arrays([pa.concat_arrays([column]) for column in batch.columns],
-                                      schema=batch.schema)
+# A joined column at least this large hands back the heap its pieces took (see _KeptColumns)
+_HAND_BACK_AFTER_BYTES = 1024 * 1024
+
+
+class _KeptColumns:
+    """Columns gathered batch by batch, each batch's copied into buffers of their own as it
+    comes (a batch may be a slice of a larger read, whose buffers the slice would keep whole
+    until the end), then joined into one array each, one column at a time, each column's
+    pieces let go as it is joined: the join holds one column twice at a time, not all of
+    them (at 47.5k chunks the whole table's join added 23 MB at the end of the load;
+    bench/README.md, "The copy's load in pages")."""
+
+    def __init__(self, names: Sequence[str]):
+        self.names = list(names)
+        self.schema: pa.Schema | None = None
+        self._pieces: dict[str, list[pa.Array]] = {name: [] for name in self.names}
+
+    def add(self, batch: pa.RecordBatch) -> bool:
+        """Keep ``batch``'s columns; ``False`` when it lacks one (then nothing is kept)."""
+        if not set(self.names) <= set(batch.schema.names):
+            return False
+        if self.schema is None:
+            self.schema = pa.schema([batch.schema.field(name) for name in self.names])
+        for name in self.names:
+            self._pieces[name].append(pa.concat_arrays([batch.column(name)]))
+        return True
+
+    def joined(self) -> pa.Table | None:
+        """The columns as one table (``None`` if no batch came); call it once."""
+        if self.schema is None:
+            return None
+        joined = []
+        for name in self.names:
+            joined.append(pa.concat_arrays(self._pieces.pop(name)))
+            # The pieces are small buffers, in the heap: freed, they stay resident until
+            # handed back, and the next column's array would come on top of them (a
+            # patch's few rows are not worth the ~1 ms).
+            if joined[-1].nbytes >= _HAND_BACK_AFTER_BYTES:
+                return_freed_memory()
+        return pa.Table.from_arrays(joined, schema=self.schema)
 
 
 # Spare rows a room has at least (see Room)
@@ -228,11 +263,12 @@ class VectorMatrix:
         room = Room(rows, width) if rows else None
         vectors = room.vectors if room is not None else np.empty((0, width), dtype=np.int8)
         row_ids = np.empty(rows, dtype=np.uint64)
-        words = {"terms": TermIndexBuilder(extending=extending and extending.terms),
-                 "defines": TermIndexBuilder(lower=True,
+        words = {"terms": TermIndexBuilder(extending=extending and extending.terms,
+                                           expected_rows=rows),
+                 "defines": TermIndexBuilder(lower=True, expected_rows=rows,
                                              extending=extending and extending.names)}
         with_words = False
-        kept: list[pa.RecordBatch] | None = [] if row_columns else None
+        kept = _KeptColumns(row_columns) if row_columns else None
         texts: list[pa.Array] | None = [] if row_columns and text_bytes > 0 else None
         text_total = 0
         filled = 0
@@ -256,9 +292,8 @@ class VectorMatrix:
                 words["terms"].add(batch.column("terms"),
                                    path_words.take(pc.index_in(paths, value_set=unique)))
                 words["defines"].add(batch.column("defines"))
-            if kept is not None:
-                kept = (kept + [_own_copy(batch.select(row_columns))]
-                        if set(row_columns) <= set(batch.schema.names) else None)
+            if kept is not None and not kept.add(batch):
+                kept = None
             if texts is not None and "text" in batch.schema.names:
                 text = batch.column("text")
                 text_total += text.nbytes
@@ -278,10 +313,9 @@ class VectorMatrix:
         columns = None
         # Postings given up (too many words) take the columns with them, unless those hold
         # each row's terms: the postings give them (see rows_at).
-        if kept and not (overflowed and "terms" not in row_columns):
-            # One compact copy: the batches' buffers may be slices of larger reads.
-            columns = pa.Table.from_batches(kept).combine_chunks()
-            if texts:
+        if kept is not None and not (overflowed and "terms" not in row_columns):
+            columns = kept.joined()
+            if columns is not None and texts:
                 columns = columns.append_column("text", pa.concat_arrays(texts))
         return cls(version, row_ids, vectors, row_ids[order], order, terms, names, columns,
                    room=room, exact=exact)
