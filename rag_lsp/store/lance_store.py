@@ -108,9 +108,9 @@ SAMPLE_COLUMNS = ["vector", "terms"]
 # held ~25 MB more at the peak of a 12k-chunk load than 2,048.
 VECTOR_LOAD_BATCH_ROWS = 2048
 # Rows the in-memory copy's load asks LanceDB for in one scan. A scan decodes ahead of its
-# reader, and the load reads slower than LanceDB decodes: a scan of every row held up to
-# ~75 MB of decoded batches beside the load at 47.5k chunks, one of 8,192 rows ~25 MB
-# (bench/README.md, "The copy's load in pages").
+# reader, and the load reads slower than LanceDB decodes: at 47.5k chunks one scan of every
+# row, nothing kept, peaked 97 MB above the process, scans of 8,192 rows one after the other
+# 50 MB (bench/README.md, "The copy's load in pages").
 LOAD_PAGE_ROWS = 8192
 # Chunks up to which full-text lookups are answered from memory: the postings load with the
 # vector matrix, which is not loaded past MATRIX_MAX_ROWS anyway.
