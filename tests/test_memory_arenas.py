@@ -10,6 +10,7 @@ import os
 import platform
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -228,13 +229,25 @@ def test_a_new_model_session_hands_back_the_parsed_model_file(model_files, monke
     assert calls == ["trim"]
 
 
+def _trims_of(idle: memory._TrimWhenIdle, monkeypatch) -> list[float]:
+    """When ``idle``'s thread hands memory back: not the process's own trim thread, which
+    work done by earlier tests may set off meanwhile."""
+    trims: list[float] = []
+
+    def trim() -> None:
+        if threading.current_thread() is idle._thread:
+            trims.append(time.monotonic())
+
+    monkeypatch.setattr(memory, "return_freed_memory", trim)
+    return trims
+
+
 def test_memory_is_handed_back_once_the_process_is_quiet(monkeypatch):
     """After a search or a write, freed memory goes back once: not between the searches of
     someone typing, but once they have stopped for IDLE_TRIM_SECONDS."""
     monkeypatch.setattr(memory, "IDLE_TRIM_SECONDS", 0.3)
-    trims: list[float] = []
-    monkeypatch.setattr(memory, "return_freed_memory", lambda: trims.append(time.monotonic()))
     idle = memory._TrimWhenIdle()
+    trims = _trims_of(idle, monkeypatch)
     started = time.monotonic()
     for _ in range(5):  # typing: a search every 0.1 s
         idle.worked()
@@ -250,6 +263,33 @@ def test_memory_is_handed_back_once_the_process_is_quiet(monkeypatch):
     while len(trims) == 1 and time.monotonic() < deadline:
         time.sleep(0.02)
     assert len(trims) == 2 and trims[0] > started
+
+
+def test_work_wakes_the_trim_thread_once_until_it_has_trimmed(monkeypatch):
+    """A stream of searches does not wake the thread after each one: it wakes when its wait
+    for quiet ends, sees the later work, and waits again."""
+    monkeypatch.setattr(memory, "IDLE_TRIM_SECONDS", 0.3)
+
+    class CountedCondition(threading.Condition):
+        notified = 0
+
+        def notify(self, n: int = 1) -> None:
+            CountedCondition.notified += 1
+            super().notify(n)
+
+    idle = memory._TrimWhenIdle()
+    trims = _trims_of(idle, monkeypatch)
+    idle._lock = CountedCondition()
+    for _ in range(8):
+        idle.worked()
+        time.sleep(0.05)
+    assert CountedCondition.notified == 1 and not trims
+    deadline = time.monotonic() + 5
+    while not trims and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert len(trims) == 1
+    idle.worked()  # quiet again: the next work wakes it once more
+    assert CountedCondition.notified == 2
 
 
 def test_a_workspace_search_counts_as_work(workspace, monkeypatch):
