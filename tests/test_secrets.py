@@ -97,7 +97,7 @@ _KEYS = ["password", "PassWord", "passwd", "pwd", "SECRET_KEY", "secret-key", "a
          "apiKey", "APIKEY", "access_token", "authToken", "token", "client_secret",
          "private_key", "credentials", "keyring", "monkey", "my.password", "db-pwd", "x_token_y",
          "contraseña_password", "ключ_token", "\u212aey_token", "pa\u017f\u017fword",
-         "PA\u0130D_token", "\u0130password"]
+         "PA\u0130D_token", "\u0130password", "keytoken." * 40 + "pwd"]
 _SEPARATORS = [" = ", "=", ": ", ":", " =\n", ":\n\n  ", " == ", " := ", "\t=\t"]
 _VALUES = ["hunter22222", "'abcdefgh1234'", '"s3cr3t-value!"', "changeme", "${PASSWORD}",
            "os.environ['X']", "get_pw()", "Optional[str]", "short", "'xxxxxxxxxx'",

@@ -85,10 +85,11 @@ def redact_secrets(text: str) -> str:
 
 # Why the scans below: a regular expression holds Python's interpreter for as long as it
 # runs, and the assignment pattern, tried at every name of a file, took ~2 ms per 10 kB file
-# (~20 ms for 100 kB). An indexing thread redacting a file held up every search's hand-over
-# between threads for that long. Each pass below first looks for what every match must
-# contain (plain substring scans, microseconds), then runs the pattern only there, with
-# exactly the matches a whole-text ``sub`` finds (tests compare the two).
+# (155 ms for the largest file of Python's standard library here). An indexing thread
+# redacting a file held up every search's hand-over between threads for that long. Each pass
+# below first looks for what every match must contain (plain substring scans), then runs the
+# pattern only there, with exactly the matches a whole-text ``sub`` finds (tests compare the
+# two; bench/redaction_cost.py times both).
 
 # Every match of _PRIVATE_KEY holds this; every match of _TOKENS one of these (its
 # alternatives' fixed parts, case as written: the pattern is case-sensitive).
@@ -102,6 +103,7 @@ _KEY_PARTS = ("passw", "pwd", "secret", "key", "token", "credential")
 # a search of the lower-cased text for _KEY_PARTS would miss: such a text is scanned whole.
 _FOLDED_INTO_ASCII = ("\u0130", "\u0131", "\u017f", "\u212a")
 _ASCII_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+_NAME = re.compile(r"[\w.\-]*")
 
 
 def _is_name_char(char: str) -> bool:
@@ -114,16 +116,21 @@ def _key_name_starts(text: str) -> list[int]:
     of _ASSIGNMENT starts only there, or on a quote just before one: its key is such a name,
     whose start the look-behind pins (and the lazy scan tries every key word within it)."""
     lowered = text.lower()
-    starts: set[int] = set()
-    for part in _KEY_PARTS:
-        at = lowered.find(part)
-        while at >= 0:
-            start = at
-            while start > 0 and _is_name_char(text[start - 1]):
-                start -= 1
-            starts.add(start)
-            at = lowered.find(part, at + 1)
-    return sorted(starts)
+    following = {part: lowered.find(part) for part in _KEY_PARTS}  # each part's next hit
+    starts: list[int] = []
+    while True:
+        hits = [at for at in following.values() if at >= 0]
+        if not hits:
+            return starts
+        at = min(hits)
+        start = at  # (not before the last name's end: the character there is not a name's)
+        while start > 0 and _is_name_char(text[start - 1]):
+            start -= 1
+        starts.append(start)
+        end = _NAME.match(text, at).end()
+        for part, next_at in following.items():  # the next hits past this name
+            if 0 <= next_at < end:
+                following[part] = lowered.find(part, end)
 
 
 def _redact_assignments(text: str) -> str:
