@@ -19,6 +19,7 @@ data someone needs to search for.
 from __future__ import annotations
 
 import re
+import string
 
 REDACTED = "[REDACTED]"
 
@@ -102,7 +103,7 @@ _KEY_PARTS = ("passw", "pwd", "secret", "key", "token", "credential")
 # letter (İ ı ſ K: i, i, s, k). In a text holding one, a key word may be spelt with it, which
 # a search of the lower-cased text for _KEY_PARTS would miss: such a text is scanned whole.
 _FOLDED_INTO_ASCII = ("\u0130", "\u0131", "\u017f", "\u212a")
-_ASCII_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+_ASCII_NAME_CHARS = frozenset(string.ascii_letters + string.digits + "_.-")
 _NAME = re.compile(r"[\w.\-]*")
 
 
