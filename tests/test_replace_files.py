@@ -103,6 +103,36 @@ def test_the_new_rows_replace_the_old_and_other_files_stay(store):
     assert ids_by_path(store) == latest_ids(store)  # readers follow the latest again
 
 
+def test_a_bulk_write_hands_freed_memory_back_before_each_of_its_steps(store, monkeypatch):
+    """An index run's batch (BULK_WRITE_ROWS chunks or more) hands back what each step freed
+    before the next one allocates (bench/README.md, "Freed memory handed back between a
+    batch's steps"); a save's write of a few chunks leaves it to the idle trim."""
+    store, rng = store
+    steps: list[str] = []
+    monkeypatch.setattr(lance_store, "return_freed_memory", lambda: steps.append("hand back"))
+    chunks, vectors = store._chunks, store._vectors  # noqa: SLF001 - the steps, recorded
+    for owner, name in ((chunks, "merge_insert"), (chunks, "delete"), (vectors, "patch")):
+        def recorded(*args, _call=getattr(owner, name), _name=name, **kwargs):
+            steps.append(_name)
+            return _call(*args, **kwargs)
+        monkeypatch.setattr(owner, name, recorded)
+
+    tags = [f"t{n}" for n in range(lance_store.BULK_WRITE_ROWS)]
+    bulk = rows_for("a.py", tags, rng)
+    store.stored_for_hashes([row["content_hash"] for row in bulk])
+    assert steps == ["hand back"]
+    steps.clear()
+    store.replace_files([FileRecord("a.py", 1, 2, "3" * 64, len(tags))], bulk)
+    assert steps == ["hand back", "merge_insert", "hand back", "delete", "hand back", "patch"]
+    assert ids_by_path(store)["a.py"] == sorted(f"a.py#{tag}" for tag in tags)
+
+    steps.clear()
+    saved = rows_for("b.py", ["delta", "zeta"], rng)
+    store.stored_for_hashes([row["content_hash"] for row in saved])
+    store.replace_files([FileRecord("b.py", 1, 2, "4" * 64, 2)], saved)
+    assert steps == ["merge_insert", "delete", "patch"]
+
+
 def test_readers_between_the_two_commits_see_the_version_before(store, tmp_path):
     """Another process, and this one's own searches, see every file as it was until both
     commits are in: neither the new chunks beside the stale ones nor a rename's two names."""

@@ -26,6 +26,7 @@ import pyarrow as pa
 from lancedb.index import FTS
 
 from rag_lsp.errors import IndexCorruptError, RagLspError
+from rag_lsp.memory import return_freed_memory
 from rag_lsp.store.failures import transient_failure
 from rag_lsp.store.integrity import FileDigests
 from rag_lsp.store.lance_caches import (
@@ -61,6 +62,15 @@ log = logging.getLogger(__name__)
 CHUNKS, FILES = "chunks", "files"
 # Rows per IN (...) list: keeps filter strings to a sane size.
 _IN_BATCH = 500
+# A write of this many chunks or more (an index run's batch: indexer.WRITE_BATCH_CHUNKS, 512;
+# a save writes one file's, tens) hands freed memory back before each of its steps that
+# allocates much (the merge, the deletion, the in-memory copy's patch; the lookup of stored
+# chunks before it): what one step freed stays resident in glibc's heaps, and the next step's
+# own memory goes on top of it. Near 47.5k chunks a re-index's peak was 398-401 MB in process
+# with these against 409-416 without (bench/reindex_memory.py; bench/README.md, "Freed memory
+# handed back between a batch's steps"). A hand-back takes 1-3 ms; a save's write does
+# without, and the process hands back once quiet (rag_lsp.memory.after_work).
+BULK_WRITE_ROWS = 256
 # Readers may still be on an older version while we compact; give them time to finish.
 _KEEP_OLD_VERSIONS = timedelta(seconds=60)
 # When a compaction is due (see ChunkStore.needs_optimize): past this many fragments (one
@@ -115,6 +125,13 @@ LOAD_PAGE_ROWS = 8192
 # Chunks up to which full-text lookups are answered from memory: the postings load with the
 # vector matrix, which is not loaded past MATRIX_MAX_ROWS anyway.
 POSTINGS_MAX_ROWS = MATRIX_MAX_ROWS
+
+
+def _between_bulk_steps(rows: int) -> None:
+    """Before a step of a write of ``rows`` chunks: hand freed memory back if it is a bulk
+    write (see :data:`BULK_WRITE_ROWS`)."""
+    if rows >= BULK_WRITE_ROWS:
+        return_freed_memory()
 
 
 def chunk_schema(dim: int) -> pa.Schema:
@@ -470,6 +487,7 @@ class ChunkStore:
         re-analysed."""
         found: dict[str, StoredChunk] = {}
         unique = sorted(set(hashes))
+        _between_bulk_steps(len(unique))
         for batch in _batches(unique):
             rows = (
                 self._chunks.search()
@@ -809,6 +827,7 @@ class ChunkStore:
         if len(removed) > _IN_BATCH:
             raise ValueError(f"at most {_IN_BATCH} paths can be removed with a replace")
         changed = [r.path for r in records] + list(removed)
+        rows = len(chunk_rows)
         with self._write_lock:
             self._settle_replace()
             paths = in_list("path", changed)
@@ -816,7 +835,8 @@ class ChunkStore:
             if not removed and self._chunks.count_rows(paths) == 0:
                 # New files (a first index): an append is one commit, and cheap.
                 if chunk_rows:
-                    with self._writing_chunks_of(changed):
+                    with self._writing_chunks_of(changed, rows):
+                        _between_bulk_steps(rows)
                         self._chunks.add(data)
                 self._upsert_files(records)
                 return
@@ -824,14 +844,17 @@ class ChunkStore:
             # its join reads the whole table, +157 MB and 271 ms at 100k rows against +0 MB and
             # 109 ms for these two commits (bench/replace_cost.py, 2026-11-28).
             kept = in_list("id", [row["id"] for row in chunk_rows])  # "false" if none
-            with self._writing_chunks_of(changed), self._replacing(2 if chunk_rows else 1):
+            with (self._writing_chunks_of(changed, rows),
+                  self._replacing(2 if chunk_rows else 1)):
                 if chunk_rows:
+                    _between_bulk_steps(rows)
                     (
                         self._chunks.merge_insert("id")
                         .when_matched_update_all()
                         .when_not_matched_insert_all()
                         .execute(data)
                     )
+                _between_bulk_steps(rows)
                 self._chunks.delete(all_of(paths, f"NOT ({kept})"))
             self._upsert_files(records)
             if removed:
@@ -893,12 +916,13 @@ class ChunkStore:
         write_marker(self._chunks_dir(), Replacing(marker.seq))
 
     @contextmanager
-    def _writing_chunks_of(self, paths: Sequence[str]) -> Iterator[None]:
+    def _writing_chunks_of(self, paths: Sequence[str], rows: int = 0) -> Iterator[None]:
         """Around a write of this process (the caller holds the write lock) that changes
-        the chunks of ``paths`` and no others: meanwhile searches keep the in-memory copy of
-        the version before, and after it the copy gets these paths' new rows, instead of
-        going stale until a reload of the whole table (see ``VectorCache.writing``)."""
-        with self._own_write(lambda matrix: self._patched(matrix, paths)):
+        the chunks of ``paths`` and no others, ``rows`` new ones: meanwhile searches keep the
+        in-memory copy of the version before, and after it the copy gets these paths' new
+        rows, instead of going stale until a reload of the whole table (see
+        ``VectorCache.writing``)."""
+        with self._own_write(lambda matrix: self._patched(matrix, paths), rows):
             yield
 
     @contextmanager
@@ -911,14 +935,16 @@ class ChunkStore:
             yield
 
     @contextmanager
-    def _own_write(self, patched: Callable[[VectorMatrix], VectorMatrix | None]
-                   ) -> Iterator[None]:
-        """Around a write: searches keep the copy of the version before it meanwhile, and
-        ``patched`` makes the copy of the version after it (nothing if none is held)."""
+    def _own_write(self, patched: Callable[[VectorMatrix], VectorMatrix | None],
+                   rows: int = 0) -> Iterator[None]:
+        """Around a write of ``rows`` new rows: searches keep the copy of the version before
+        it meanwhile, and ``patched`` makes the copy of the version after it (nothing if none
+        is held)."""
         before = self._chunks.version
         with self._vectors.writing(before):
             yield
             if self._chunks.version != before and not self.moved():
+                _between_bulk_steps(rows)
                 self._vectors.patch(before, patched)
 
     def _relabelled(self, matrix: VectorMatrix) -> VectorMatrix | None:
@@ -1006,6 +1032,7 @@ class ChunkStore:
         LanceDB cached of the versions before is of no more use (see lance_caches)."""
         with self._write_lock:
             self._settle_replace()
+            return_freed_memory()  # what the writes before freed: the compaction's goes on top
             before = self._chunks.version
             emptied = self._let_go_of_caches()
             with self._moving_rows():
