@@ -103,6 +103,14 @@ def test_the_new_rows_replace_the_old_and_other_files_stay(store):
     assert ids_by_path(store) == latest_ids(store)  # readers follow the latest again
 
 
+def _recorded(call, name: str, steps: list[str]):
+    """``call``, noting ``name`` in ``steps`` first."""
+    def recorded(*args, **kwargs):
+        steps.append(name)
+        return call(*args, **kwargs)
+    return recorded
+
+
 def test_a_bulk_write_hands_freed_memory_back_before_each_of_its_steps(store, monkeypatch):
     """An index run's batch (BULK_WRITE_ROWS chunks or more) hands back what each step freed
     before the next one allocates (bench/README.md, "Freed memory handed back between a
@@ -112,10 +120,7 @@ def test_a_bulk_write_hands_freed_memory_back_before_each_of_its_steps(store, mo
     monkeypatch.setattr(lance_store, "return_freed_memory", lambda: steps.append("hand back"))
     chunks, vectors = store._chunks, store._vectors  # noqa: SLF001 - the steps, recorded
     for owner, name in ((chunks, "merge_insert"), (chunks, "delete"), (vectors, "patch")):
-        def recorded(*args, _call=getattr(owner, name), _name=name, **kwargs):
-            steps.append(_name)
-            return _call(*args, **kwargs)
-        monkeypatch.setattr(owner, name, recorded)
+        monkeypatch.setattr(owner, name, _recorded(getattr(owner, name), name, steps))
 
     tags = [f"t{n}" for n in range(lance_store.BULK_WRITE_ROWS)]
     bulk = rows_for("a.py", tags, rng)

@@ -66,10 +66,10 @@ _IN_BATCH = 500
 # a save writes one file's, tens) hands freed memory back before each of its steps that
 # allocates much (the merge, the deletion, the in-memory copy's patch; the lookup of stored
 # chunks before it): what one step freed stays resident in glibc's heaps, and the next step's
-# own memory goes on top of it. Near 47.5k chunks a re-index's peak was 398-401 MB in process
-# with these against 409-416 without (bench/reindex_memory.py; bench/README.md, "Freed memory
-# handed back between a batch's steps"). A hand-back takes 1-3 ms; a save's write does
-# without, and the process hands back once quiet (rag_lsp.memory.after_work).
+# own memory goes on top of it. Near 47.5k chunks a re-index peaked at 390-398 MB in the
+# server with these against 403-412 without (bench/README.md, "Freed memory handed back
+# between a batch's steps"). A hand-back takes 1-4 ms; a save's write does without, and the
+# process hands back once quiet (rag_lsp.memory.after_work).
 BULK_WRITE_ROWS = 256
 # Readers may still be on an older version while we compact; give them time to finish.
 _KEEP_OLD_VERSIONS = timedelta(seconds=60)
