@@ -119,7 +119,8 @@ def test_a_bulk_write_hands_freed_memory_back_before_each_of_its_steps(store, mo
     steps: list[str] = []
     monkeypatch.setattr(lance_store, "return_freed_memory", lambda: steps.append("hand back"))
     chunks, vectors = store._chunks, store._vectors  # noqa: SLF001 - the steps, recorded
-    for owner, name in ((chunks, "merge_insert"), (chunks, "delete"), (vectors, "patch")):
+    for owner, name in ((chunks, "add"), (chunks, "merge_insert"), (chunks, "delete"),
+                        (vectors, "patch")):
         monkeypatch.setattr(owner, name, _recorded(getattr(owner, name), name, steps))
 
     tags = [f"t{n}" for n in range(lance_store.BULK_WRITE_ROWS)]
@@ -130,12 +131,20 @@ def test_a_bulk_write_hands_freed_memory_back_before_each_of_its_steps(store, mo
     store.replace_files([FileRecord("a.py", 1, 2, "3" * 64, len(tags))], bulk)
     assert steps == ["hand back", "merge_insert", "hand back", "delete", "hand back", "patch"]
     assert ids_by_path(store)["a.py"] == sorted(f"a.py#{tag}" for tag in tags)
+    steps.clear()  # new files: one append
+    store.replace_files([FileRecord("c.py", 1, 2, "5" * 64, len(tags))],
+                        rows_for("c.py", tags, rng))
+    assert steps == ["hand back", "add", "hand back", "patch"]
 
     steps.clear()
     saved = rows_for("b.py", ["delta", "zeta"], rng)
     store.stored_for_hashes([row["content_hash"] for row in saved])
     store.replace_files([FileRecord("b.py", 1, 2, "4" * 64, 2)], saved)
     assert steps == ["merge_insert", "delete", "patch"]
+
+    steps.clear()  # a compaction, after whatever writes
+    store.optimize()
+    assert steps[:1] == ["hand back"]
 
 
 def test_readers_between_the_two_commits_see_the_version_before(store, tmp_path):
