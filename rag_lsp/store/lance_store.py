@@ -69,7 +69,10 @@ _IN_BATCH = 500
 # own memory goes on top of it. Near 47.5k chunks a re-index peaked at 390-398 MB in the
 # server with these against 403-412 without (bench/README.md, "Freed memory handed back
 # between a batch's steps"). A hand-back takes 1-4 ms; a save's write does without, and the
-# process hands back once quiet (rag_lsp.memory.after_work).
+# process hands back once quiet (rag_lsp.memory.after_work). Only while the in-memory copy is
+# held (up to MATRIX_MAX_ROWS chunks): past it the compaction sets the peak either way, and at
+# 100k chunks searches during a re-index were slower with them in two pairs of runs (p95
+# 53.0 / 64.7 against 48.7 / 51.1 ms, server alone) for 2-9 MB less.
 BULK_WRITE_ROWS = 256
 # Readers may still be on an older version while we compact; give them time to finish.
 _KEEP_OLD_VERSIONS = timedelta(seconds=60)
@@ -125,13 +128,6 @@ LOAD_PAGE_ROWS = 8192
 # Chunks up to which full-text lookups are answered from memory: the postings load with the
 # vector matrix, which is not loaded past MATRIX_MAX_ROWS anyway.
 POSTINGS_MAX_ROWS = MATRIX_MAX_ROWS
-
-
-def _between_bulk_steps(rows: int) -> None:
-    """Before a step of a write of ``rows`` chunks: hand freed memory back if it is a bulk
-    write (see :data:`BULK_WRITE_ROWS`)."""
-    if rows >= BULK_WRITE_ROWS:
-        return_freed_memory()
 
 
 def chunk_schema(dim: int) -> pa.Schema:
@@ -487,7 +483,7 @@ class ChunkStore:
         re-analysed."""
         found: dict[str, StoredChunk] = {}
         unique = sorted(set(hashes))
-        _between_bulk_steps(len(unique))
+        self._between_bulk_steps(len(unique))
         for batch in _batches(unique):
             rows = (
                 self._chunks.search()
@@ -836,7 +832,7 @@ class ChunkStore:
                 # New files (a first index): an append is one commit, and cheap.
                 if chunk_rows:
                     with self._writing_chunks_of(changed, rows):
-                        _between_bulk_steps(rows)
+                        self._between_bulk_steps(rows)
                         self._chunks.add(data)
                 self._upsert_files(records)
                 return
@@ -847,14 +843,14 @@ class ChunkStore:
             with (self._writing_chunks_of(changed, rows),
                   self._replacing(2 if chunk_rows else 1)):
                 if chunk_rows:
-                    _between_bulk_steps(rows)
+                    self._between_bulk_steps(rows)
                     (
                         self._chunks.merge_insert("id")
                         .when_matched_update_all()
                         .when_not_matched_insert_all()
                         .execute(data)
                     )
-                _between_bulk_steps(rows)
+                self._between_bulk_steps(rows)
                 self._chunks.delete(all_of(paths, f"NOT ({kept})"))
             self._upsert_files(records)
             if removed:
@@ -944,8 +940,14 @@ class ChunkStore:
         with self._vectors.writing(before):
             yield
             if self._chunks.version != before and not self.moved():
-                _between_bulk_steps(rows)
+                self._between_bulk_steps(rows)
                 self._vectors.patch(before, patched)
+
+    def _between_bulk_steps(self, rows: int) -> None:
+        """Before a step of a write of ``rows`` chunks: hand freed memory back if it is a bulk
+        write and the in-memory copy is held (see :data:`BULK_WRITE_ROWS`)."""
+        if rows >= BULK_WRITE_ROWS and self._vectors.holds_copy():
+            return_freed_memory()
 
     def _relabelled(self, matrix: VectorMatrix) -> VectorMatrix | None:
         placed = self._chunks.search().select(["id"]).with_row_id(True).limit(None).to_arrow()
@@ -1032,7 +1034,7 @@ class ChunkStore:
         LanceDB cached of the versions before is of no more use (see lance_caches)."""
         with self._write_lock:
             self._settle_replace()
-            return_freed_memory()  # what the writes before freed: the compaction's goes on top
+            self._between_bulk_steps(BULK_WRITE_ROWS)  # the compaction's memory goes on top
             before = self._chunks.version
             emptied = self._let_go_of_caches()
             with self._moving_rows():

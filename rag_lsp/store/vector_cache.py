@@ -732,6 +732,10 @@ class VectorCache:
                 self._loading = False
             return_freed_memory()
 
+    def holds_copy(self) -> bool:
+        """Whether a copy is held (of any version)."""
+        return self._matrix is not None
+
     def drop(self) -> None:
         with self._lock:
             self._drops += 1
