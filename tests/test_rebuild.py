@@ -230,3 +230,47 @@ def test_a_reader_in_another_process_follows_the_swap(workspace, sample_root, tm
     assert not any(found[: mid[0] + 2])  # the old index until the swap…
     assert all(found[swapped + 1:])  # …the new one after it (a search may straddle it)
     assert found == sorted(found)  # and never back
+
+
+def test_a_search_that_meets_the_tables_mid_swap_waits_for_the_new_build(workspace,
+                                                                        sample_root,
+                                                                        monkeypatch):
+    """Another reader's search lands between the swap's renames: the chunks folder has gone
+    aside, the new one is not in place yet. It waits for the swap and answers from the new
+    build (in another process it once failed with LanceDB's "Table 'chunks' was not found")."""
+    reader = Workspace.open(workspace.root, workspace.settings, embedder=workspace.embedder)
+    _old_answers(reader)  # its tables are open on the old build
+    old_store = reader._index.store()
+    # Its checks of the folder and of the version it reads ran just before the folder went
+    # aside; it reads the table (no copy in memory yet, as just after a start).
+    version = old_store.version()
+    monkeypatch.setattr(old_store, "moved", lambda: False)
+    monkeypatch.setattr(old_store, "_visible_version", lambda: version)
+    monkeypatch.setattr(old_store, "vectors_in_memory", lambda: None)
+    _change_the_folder(sample_root)
+    live_chunks = workspace.index_dir / "chunks.lance"
+    real_replace = os.replace
+    searches: list[threading.Thread] = []
+    answers: list[object] = []
+
+    def search() -> None:
+        try:
+            answers.append(_paths(reader, "count_zebra_stripes", mode="lexical"))
+        except Exception as exc:  # noqa: BLE001 - the failure is the finding
+            answers.append(exc)
+
+    def search_mid_swap(src, dst):
+        real_replace(src, dst)
+        if Path(src) == live_chunks and not searches:  # the old folder just went aside
+            searches.append(threading.Thread(target=search))
+            searches[0].start()
+            searches[0].join(timeout=0.5)  # long enough to meet the gap
+            assert not answers, f"the search did not wait for the swap: {answers}"
+
+    monkeypatch.setattr(staging.os, "replace", search_mid_swap)
+    workspace.index(full=True)
+    assert searches, "the swap never moved the chunks folder"
+    searches[0].join(timeout=30)
+    assert answers and not isinstance(answers[0], Exception), answers
+    assert answers[0][:1] == ["src/zoo.py"]
+    _new_answers(reader)

@@ -429,29 +429,48 @@ class ChunkStore:
         with self._view_lock:
             folder = _identity(self._chunks_dir())  # before the checkout: a swap after it
             if self._view_at != (folder, version):  # makes the next read check out again
-                if folder != self._view_folder:
-                    # a rebuild swapped in: a handle of its own (the same version number
-                    # would find the old folder's files)
-                    self._view = self._db.open_table(CHUNKS)
-                    self._view_folder = folder
                 try:
-                    self._view.checkout(version)
-                except ValueError:  # cleaned up since the read took it (a compaction
-                    # after a long idle): nothing of it is left to read, so the read goes on
-                    # at the version it would see now
-                    version = self._visible_version()
-                    with self._read_version_lock:
-                        if self._reads:
-                            self._read_version = version
-                    self._view.checkout(version)
-                self._view_at = (folder, version)
+                    self._check_out(folder, version)
+                except ValueError as exc:  # LanceDB: no such table, or no such version
+                    if folder is not None and _identity(self._chunks_dir()) == folder:
+                        raise
+                    # The folder went aside: another process is moving a rebuilt index into
+                    # place (LiveIndex.read waits for it, then reads the new build).
+                    raise self._chunks_missing() from exc
             return self._view
+
+    def _check_out(self, folder: tuple[int, int] | None, version: int) -> None:
+        """The reads' handle, on the chunks folder ``folder``, moved to ``version``."""
+        if folder != self._view_folder:
+            # a rebuild swapped in: a handle of its own (the same version number would find
+            # the old folder's files)
+            self._view = self._db.open_table(CHUNKS)
+            self._view_folder = folder
+        try:
+            self._view.checkout(version)
+        except ValueError:  # cleaned up since the read took it (a compaction after a long
+            # idle): nothing of it is left to read, so the read goes on at the version it
+            # would see now
+            version = self._visible_version()
+            with self._read_version_lock:
+                if self._reads:
+                    self._read_version = version
+            self._view.checkout(version)
+        self._view_at = (folder, version)
+
+    def _chunks_missing(self) -> IndexCorruptError:
+        return IndexCorruptError(
+            f"the index at {self.index_dir} is damaged (table {CHUNKS} is missing). "
+            + REBUILD_HINT)
 
     def _table_at(self, version: int):  # -> lancedb.table.Table
         """A handle of its own on the chunks table at ``version``, for a read that outlasts
         searches (the vectors' load, in a thread of its own) and so must not see the shared
         view moved to another version under it."""
-        table = self._db.open_table(CHUNKS)
+        try:
+            table = self._db.open_table(CHUNKS)
+        except ValueError as exc:  # LanceDB: no such table (a swap under way, see _reading_at)
+            raise self._chunks_missing() from exc
         table.checkout(version)
         return table
 
@@ -559,8 +578,8 @@ class ChunkStore:
         has grown the table past them; skipped while this process writes (the writer
         connects again after its compaction)."""
         if outgrown(self._cache_bytes, rows) and self._write_lock.acquire(blocking=False):
-            try:
-                self._fit_caches()
+            try:  # (a rebuild being swapped in can take the tables away meanwhile)
+                self._fit_caches_or_keep(stale=False, when="for the grown table")
             finally:
                 self._write_lock.release()
 
