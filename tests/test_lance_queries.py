@@ -3,17 +3,18 @@ LanceDB's synchronous builder. Real LanceDB on disk; random unit vectors."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 
 import numpy as np
 import pytest
 from lancedb.background_loop import LOOP
-from lancedb.table import LanceTable
 
 from rag_lsp.store import lance_queries, vector_index
 from rag_lsp.store.lance_store import RESULT_COLUMNS, ChunkStore, FileRecord
 from rag_lsp.store.vector_cache import VectorCache, VectorMatrix
+from rag_lsp.store.version_watch import VERSIONS_DIR, VersionWatch
 
 DIM = 384
 ROWS = 600
@@ -112,8 +113,11 @@ def count_trips(monkeypatch) -> list[int]:
     return trips
 
 
-def test_a_read_asks_lancedb_once_per_query_and_once_for_the_version(store, monkeypatch):
+def test_a_read_asks_lancedb_once_per_query_and_for_the_version_only_after_a_commit(
+        store, monkeypatch):
     chunks_store, vectors = store
+    settled = time.time_ns() - 10_000_000_000  # the last commit long past (a tick or more)
+    os.utime(chunks_store.index_dir / "chunks.lance" / VERSIONS_DIR, ns=(settled, settled))
     trips = count_trips(monkeypatch)
 
     def one_read() -> int:
@@ -127,9 +131,11 @@ def test_a_read_asks_lancedb_once_per_query_and_once_for_the_version(store, monk
 
     # Three queries and one look at the version (LanceDB's own builder took 19 here); the
     # first read of a version may take one more, to move the reading handle to it (unless
-    # something asked about that version before).
+    # something asked about that version before). The table's folder unchanged since, the
+    # next reads take the version from it (rag_lsp.store.version_watch).
     assert one_read() in (4, 5)
-    assert one_read() == 4
+    assert one_read() == 3
+    assert one_read() == 3
 
 
 def test_one_read_sees_one_version_and_the_next_read_sees_the_write(store):
@@ -158,15 +164,16 @@ def test_one_read_sees_one_version_and_the_next_read_sees_the_write(store):
 
 
 def count_version_lookups(monkeypatch) -> list[int]:
-    """Looks at a LanceDB table's version from here on."""
+    """Looks at the table's latest version from here on (each asks LanceDB, unless the
+    table's folder shows no commit since the last ask: see test_version_watch.py)."""
     looked = [0]
-    version = LanceTable.version
+    latest = VersionWatch.latest
 
-    def counted(table):
+    def counted(watch):
         looked[0] += 1
-        return version.fget(table)
+        return latest(watch)
 
-    monkeypatch.setattr(LanceTable, "version", property(counted))
+    monkeypatch.setattr(VersionWatch, "latest", counted)
     return looked
 
 

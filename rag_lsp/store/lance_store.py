@@ -55,6 +55,7 @@ from rag_lsp.store.vector_index import (
     trained_rows,
     trains_in_a_child,
 )
+from rag_lsp.store.version_watch import VersionWatch
 from rag_lsp.terms import query_terms
 
 log = logging.getLogger(__name__)
@@ -309,6 +310,8 @@ class ChunkStore:
             self._view_at: tuple | None = None
             self._view_folder = _identity(self._chunks_dir())
             self._view_lock = threading.Lock()
+            # The latest version, asked of LanceDB only when a commit may have moved it
+            self._latest = VersionWatch(self._chunks_dir(), lambda: self._chunks.version)
             self._fts_ready = self._has_fts_index()
             # monotonic times before which no retraining, and no compaction in a child, is
             # tried (one was killed: see _train_and_compact, _compact_first)
@@ -418,7 +421,7 @@ class ChunkStore:
             return self._read_version
 
     def _visible_version(self) -> int:
-        return visible_version(self._chunks_dir(), lambda: self._chunks.version)
+        return visible_version(self._chunks_dir(), self._latest.latest)
 
     def _reading(self):  # -> lancedb.table.Table
         """The chunks table at the version reads see (see :meth:`_version_read`)."""
