@@ -393,8 +393,9 @@ class ChunkStore:
     @contextmanager
     def one_version(self) -> Iterator[None]:
         """Within, a read sees the chunks table at one version: the one it had when the read
-        first asked. Each look at the version is a round trip through LanceDB's event loop
-        (0.5-1 ms beside a search's other threads), and a search looked three or four times.
+        first asked. A look at the version after a commit is a round trip through LanceDB's
+        event loop (0.5-1 ms beside a search's other threads; else a stat, see
+        :mod:`rag_lsp.store.version_watch`), and a search looked three or four times.
         The caller holds the tables lock (``LiveIndex.read``), so reads never overlap; the
         writer and the vectors' reload ask LanceDB themselves."""
         with self._read_version_lock:
