@@ -215,6 +215,11 @@ def _recorded(method: Callable) -> Callable:
     return wrapper
 
 
+def _tables_missing(index_dir: Path, names: Sequence[str]) -> IndexCorruptError:
+    return IndexCorruptError(f"the index at {index_dir} is damaged (table {', '.join(names)} "
+                             f"is missing). {REBUILD_HINT}")
+
+
 def _identity(path: Path) -> tuple[int, int] | None:
     try:
         info = os.stat(path)
@@ -297,11 +302,7 @@ class ChunkStore:
                 self._chunks = self._db.open_table(CHUNKS)
                 self._files = self._db.open_table(FILES)
             else:
-                missing = ", ".join(sorted({CHUNKS, FILES} - names))
-                raise IndexCorruptError(
-                    f"the index at {index_dir} is damaged (table {missing} is missing). "
-                    + REBUILD_HINT
-                )
+                raise _tables_missing(index_dir, sorted({CHUNKS, FILES} - names))
             # Reads go through a second handle checked out at the version they see (see
             # _reading): the first follows the latest version, which writes need.
             self._view = self._db.open_table(CHUNKS)
@@ -440,7 +441,7 @@ class ChunkStore:
                         raise
                     # The folder went aside: another process is moving a rebuilt index into
                     # place (LiveIndex.read waits for it, then reads the new build).
-                    raise self._chunks_missing() from exc
+                    raise _tables_missing(self.index_dir, [CHUNKS]) from exc
             return self._view
 
     def _check_out(self, folder: tuple[int, int] | None, version: int) -> None:
@@ -462,11 +463,6 @@ class ChunkStore:
             self._view.checkout(version)
         self._view_at = (folder, version)
 
-    def _chunks_missing(self) -> IndexCorruptError:
-        return IndexCorruptError(
-            f"the index at {self.index_dir} is damaged (table {CHUNKS} is missing). "
-            + REBUILD_HINT)
-
     def _table_at(self, version: int):  # -> lancedb.table.Table
         """A handle of its own on the chunks table at ``version``, for a read that outlasts
         searches (the vectors' load, in a thread of its own) and so must not see the shared
@@ -474,7 +470,7 @@ class ChunkStore:
         try:
             table = self._db.open_table(CHUNKS)
         except ValueError as exc:  # LanceDB: no such table (a swap under way, see _reading_at)
-            raise self._chunks_missing() from exc
+            raise _tables_missing(self.index_dir, [CHUNKS]) from exc
         table.checkout(version)
         return table
 
