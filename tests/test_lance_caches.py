@@ -241,10 +241,11 @@ def test_the_warm_up_leaves_no_warnings_on_stderr(tmp_path, small_bounds, capfd,
     assert "Deprecation warning" not in capfd.readouterr().err
 
 
-def test_a_reader_opened_on_a_small_index_gets_larger_caches_once_the_writer_grows_it(
-        tmp_path, small_bounds):
+def reader_opened_before_the_first_index(tmp_path) -> tuple[ChunkStore, np.ndarray]:
+    """A store that only reads (another window), opened on an empty index (caches at the
+    floor), and the vectors of the ROWS chunks the writer has written and compacted since."""
     writer = ChunkStore(tmp_path / "ix", DIM, create=True)
-    reader = ChunkStore(tmp_path / "ix", DIM)  # another window, opened before the first index
+    reader = ChunkStore(tmp_path / "ix", DIM)
     assert reader._cache_bytes == SMALL_INDEX_CACHE  # noqa: SLF001
     vectors = clustered(np.random.default_rng(5), ROWS)
     for start in range(0, ROWS, 100):
@@ -252,44 +253,28 @@ def test_a_reader_opened_on_a_small_index_gets_larger_caches_once_the_writer_gro
         writer.replace_files([FileRecord(path, 1, 1, "0" * 64, 100)],
                              rows_for(path, vectors[start:start + 100], start))
     writer.optimize()
+    return reader, vectors
+
+
+def test_a_reader_opened_on_a_small_index_gets_larger_caches_once_the_writer_grows_it(
+        tmp_path, small_bounds):
+    reader, vectors = reader_opened_before_the_first_index(tmp_path)
     assert reader.vector_search(vectors[42], 1)[0]["id"] == "pkg/m0.py#42"
     assert reader._cache_bytes == index_cache_bytes(ROWS)  # noqa: SLF001
     assert reader.vector_search(vectors[1234], 1)[0]["id"] == "pkg/m12.py#1234"
 
 
-def reader_of_a_table_that_grows(tmp_path) -> tuple[ChunkStore, np.ndarray]:
-    """A store that only reads, opened on an empty index (caches at the floor), and the
-    vectors of the ROWS chunks the writer has written since."""
-    writer = ChunkStore(tmp_path / "ix", DIM, create=True)
-    reader = ChunkStore(tmp_path / "ix", DIM)
-    assert reader._cache_bytes == SMALL_INDEX_CACHE  # noqa: SLF001
-    vectors = clustered(np.random.default_rng(3), ROWS)
-    for start in range(0, ROWS, 500):
-        path = f"pkg/m{start // 500}.py"
-        writer.replace_files([FileRecord(path, 1, 1, "0" * 64, 500)],
-                             rows_for(path, vectors[start:start + 500], start))
-    assert outgrown(SMALL_INDEX_CACHE, ROWS)
-    return reader, vectors
-
-
-def test_a_reader_that_meets_the_grown_table_connects_again_with_larger_caches(
-        tmp_path, small_bounds):
-    reader, vectors = reader_of_a_table_that_grows(tmp_path)
-    assert reader.vector_search(vectors[1234], 1)[0]["id"] == "pkg/m2.py#1234"
-    assert reader._cache_bytes == index_cache_bytes(ROWS)  # noqa: SLF001
-
-
 def test_a_reader_whose_tables_go_away_as_it_connects_again_keeps_searching(
         tmp_path, small_bounds, monkeypatch, caplog):
     """A rebuild being swapped in can take the tables away between a reader's look at the
-    table and its new connection: the reader keeps the handles it has, and says so, instead
-    of failing the search that asked."""
-    reader, vectors = reader_of_a_table_that_grows(tmp_path)
+    grown table and its new connection (LanceDB: a ValueError): the reader keeps the handles
+    it has, and says so, instead of failing the search that asked."""
+    reader, vectors = reader_opened_before_the_first_index(tmp_path)
 
     def tables_gone(*_args, **_kwargs):
         raise ValueError("Table 'chunks' was not found")
 
     monkeypatch.setattr(lance_store, "connect", tables_gone)
-    assert reader.vector_search(vectors[1234], 1)[0]["id"] == "pkg/m2.py#1234"
+    assert reader.vector_search(vectors[1234], 1)[0]["id"] == "pkg/m12.py#1234"
     assert reader._cache_bytes == SMALL_INDEX_CACHE  # noqa: SLF001 - the old connection
     assert "could not connect again" in caplog.text and "for the grown table" in caplog.text
