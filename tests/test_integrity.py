@@ -143,6 +143,31 @@ def test_an_index_without_digests_is_trusted_on_first_sight(workspace):
     assert set(_recorded(reopened)) == _covered(reopened)
 
 
+def _cut_short(recorded: dict) -> str:  # a crash mid-write
+    return json.dumps({"format": 1, "files": recorded})[:40]
+
+
+def _of_another_format(recorded: dict) -> str:  # another rag-lsp's, whose entries mean else
+    return json.dumps({"format": 999, "files": {name: [size + 1, mtime, crc] for name,
+                                                (size, mtime, crc) in recorded.items()}})
+
+
+@pytest.mark.parametrize("digests", [_cut_short, _of_another_format])
+def test_an_unreadable_digests_file_is_recorded_afresh(workspace, digests, caplog):
+    """The digests are only a check: a file of them that cannot be read, or was written in
+    another format, is no reason to refuse the index (nor to compare its entries). It is
+    trusted on first sight, as an index without digests is."""
+    (workspace.index_dir / INTEGRITY_NAME).write_text(digests(_recorded(workspace)),
+                                                      encoding="utf-8")
+    reopened = _reopened(workspace)
+    assert reopened.search("follow redirects", top_k=1).results[0].path == "src/http/client.py"
+    assert reopened.index().rebuilt_because == ""
+    assert set(_recorded(reopened)) == _covered(reopened)
+    if digests is _cut_short:
+        assert "is unreadable" in caplog.text and "recording the index's files afresh" \
+            in caplog.text
+
+
 def test_a_copied_index_whose_mtimes_moved_is_not_damage(workspace):
     """A copy (``cp -r``) gives every file a new mtime and the same bytes: read and found
     intact, and the next run notes the new mtimes so opening stops reading them."""
