@@ -120,6 +120,29 @@ def test_a_busy_cache_is_left_alone_and_tried_again_later(tmp_path, caplog, monk
     assert set(cache.get([digest("a")])) == {digest("a")}
 
 
+def test_a_cache_that_turns_busy_while_in_use_costs_a_batch_its_vectors_not_an_error(
+        tmp_path, caplog, monkeypatch):
+    """The same once the cache is open: another process takes the write lock between two
+    batches. A read or a write then goes without the cache (no exception reaches the
+    indexer), which is tried again later."""
+    monkeypatch.setattr(shared_cache, "BUSY_TIMEOUT_MS", 100)
+    path = tmp_path / "c.sqlite3"
+    reading, writing = small_cache(path), small_cache(path)  # one for each operation
+    writing.put([(digest("a"), vector(1))])
+    assert set(reading.get([digest("a")])) == {digest("a")}
+    other = sqlite3.connect(path)
+    other.execute("BEGIN EXCLUSIVE")
+    with caplog.at_level(logging.WARNING):
+        writing.put([(digest("b"), vector(2))])
+        assert reading.get([digest("a")]) == {}
+    assert caplog.text.count("not usable") == 2 and "damaged" not in caplog.text
+    other.rollback()
+    other.close()
+    monkeypatch.setattr(shared_cache, "RETRY_SECONDS", 0.0)
+    writing.put([(digest("b"), vector(2))])
+    assert set(reading.get([digest("a"), digest("b")])) == {digest("a"), digest("b")}
+
+
 def test_other_writers_count_towards_the_cap(tmp_path):
     mine, theirs = (small_cache(tmp_path / "c.sqlite3", rows=10) for _ in range(2))
     mine.put([(digest("first"), vector(0))])  # mine has counted the rows
