@@ -147,7 +147,7 @@ def _cut_short(recorded: dict) -> str:  # a crash mid-write
     return json.dumps({"format": 1, "files": recorded})[:40]
 
 
-def _of_another_format(recorded: dict) -> str:  # another rag-lsp's, whose entries mean else
+def _of_another_format(recorded: dict) -> str:  # another rag-lsp's: its entries mean other things
     return json.dumps({"format": 999, "files": {name: [size + 1, mtime, crc] for name,
                                                 (size, mtime, crc) in recorded.items()}})
 
