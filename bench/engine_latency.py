@@ -46,7 +46,7 @@ def child(index_dir: Path, root: Path, queries: int, seed: int) -> None:
 
     ws = Workspace.open(root, Settings.from_dict({"indexPath": str(index_dir)}))
     # As the language server does once its folders are open: what is loaded for good leaves
-    # the collector's full collections (else one lands in ~1 search of 400, ~60 ms).
+    # the collector's full collections (else one lands in ~1 search in several hundred, ~60 ms).
     rag_lsp.memory.freeze_long_lived_objects()
     for query in make_queries(WARM_UP, seed + 1000):
         ws.search(query)

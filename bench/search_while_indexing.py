@@ -64,7 +64,7 @@ def child(index_dir: Path, root: Path, share: float, spacing: float, seed: int) 
                                                   "embeddingCache": False}),
                         bulk_in_child=True)
     # As the language server does once its folders are open: what is loaded for good leaves
-    # the collector's full collections (else one lands in ~1 search of 400, ~60 ms).
+    # the collector's full collections (else one lands in ~1 search in several hundred, ~60 ms).
     rag_lsp.memory.freeze_long_lived_objects()
     for query in make_queries(WARM_UP, seed + 1000):
         ws.search(query)
