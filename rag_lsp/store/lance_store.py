@@ -789,18 +789,20 @@ class ChunkStore:
             row["text"] = texts.get(row["id"], "")
 
     @_reports_damage
-    def sample_rows(self, count: int) -> list[dict]:
+    def sample_rows(self, count: int) -> tuple[list[dict], bool]:
         """About ``count`` chunks (vector and terms only), chosen by their content hash: the
         same chunks give the same sample whatever order writes and compactions left the rows
-        in, so scores calibrated on it do not shift when the table is rewritten."""
+        in, so scores calibrated on it do not shift when the table is rewritten. And whether
+        they are every chunk of the index (it holds no more than ``count``): a sample by
+        hash holds more or fewer than ``count``, as chance has it."""
         total = self._reading().count_rows()
         if total == 0:
-            return []
+            return [], True
         if total <= count:
-            where = "true"
-        else:  # hashes are uniform: those below a cutoff are a fair sample of count/total
-            where = f"content_hash < '{int(0x10000 * count / total):04x}'"
-        return self.chunk_rows(where, SAMPLE_COLUMNS)
+            return self.chunk_rows("true", SAMPLE_COLUMNS), True
+        # hashes are uniform: those below a cutoff are a fair sample of count/total
+        where = f"content_hash < '{int(0x10000 * count / total):04x}'"
+        return self.chunk_rows(where, SAMPLE_COLUMNS), False
 
     @_reports_damage
     def version(self) -> int:
