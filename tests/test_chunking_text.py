@@ -143,3 +143,13 @@ def test_counts_are_additive_across_lines(token_counter, text):
     # The chunkers count each line once and add; this is the property they rely on.
     lines = text.split("\n")
     assert token_counter.count(text) == sum(token_counter.count(line) for line in lines)
+
+
+@given(st.lists(st.text(max_size=60), max_size=12))
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_a_batch_of_counts_is_each_texts_count(token_counter, texts):
+    """Chunking counts a document's lines in one call (one that lets searches run Python
+    meanwhile); each count is the text's own, the empty one 0."""
+    assert token_counter.counts(texts) == [token_counter.count(t) for t in texts]
+    assert token_counter.count("") == 0 and token_counter.counts([]) == []

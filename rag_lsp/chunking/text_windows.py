@@ -38,8 +38,9 @@ class LineTokens:
         self.lines = text.split("\n")
         self.blank = [not line.strip() for line in self.lines]
         self._prefix = [0]
-        for line in self.lines:  # blank lines too: Python and the tokenizer may disagree
-            self._prefix.append(self._prefix[-1] + counter.count(line))
+        # blank lines too: Python and the tokenizer may disagree
+        for tokens in counter.counts(self.lines):
+            self._prefix.append(self._prefix[-1] + tokens)
 
     def __len__(self) -> int:
         return len(self.lines)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -13,6 +14,10 @@ class TokenCounter(Protocol):
     """Counts tokens the way the embedding model will see them (no special tokens)."""
 
     def count(self, text: str) -> int: ...
+
+    def counts(self, texts: Sequence[str]) -> list[int]:
+        """``count`` of each text, as one call (faster than one call a text)."""
+        ...
 
 
 @dataclass(frozen=True)
