@@ -127,7 +127,8 @@ class Session:
         # Accept the server's file-watcher registration (VS Code capabilities).
         self.client.feature(types.CLIENT_REGISTER_CAPABILITY)(lambda params: None)
 
-    async def start(self) -> dict:
+    async def open(self) -> int:
+        """Start the server and initialize it; its process id. It indexes from here on."""
         # From the workspace's folder: `-m` puts the current folder first on the import
         # path, and a server started from this checkout ran its code even with PYTHONPATH
         # pointing at another checkout to compare (as it did until 2026-11-25).
@@ -139,11 +140,16 @@ class Session:
             initialization_options={"indexPath": str(self.index),
                                     # measured as before the shared cache existed
                                     "embeddingCache": False}))
+        return self.client._server.pid  # noqa: SLF001 (pygls keeps the process there)
+
+    async def start(self) -> dict:
+        """:meth:`open`, then wait until the folder is indexed; ``rag/status``."""
+        pid = await self.open()
         # Sampled from the start: when the index is not there yet, this is the server's
         # memory while it indexes the whole workspace (the issue's "while indexing 1,000
         # files", through the server).
         started = time.perf_counter()
-        async with ServerRss(self.client._server.pid) as rss:  # noqa: SLF001
+        async with ServerRss(pid) as rss:
             # (1,000 files take the model ~20 minutes; 4,250 without stand-in vectors, hours)
             await self.wait_for("ready", 0, timeout=4 * 3600)
         self.start_figures = {**rss.figures(),
