@@ -415,7 +415,12 @@ async def run(args: argparse.Namespace) -> dict:
     rng = random.Random(time.time_ns())
     salt = "".join(rng.choices("bcdfghjkmnpqrstvwxz", k=5))  # tokens unique across runs too
     python = rng.sample([p for p in paths if p.suffix == ".py"], k=3 * args.edits)
+    # Each phase asks queries of its own: the server keeps the vectors of the queries it has
+    # seen (512), and a query asked again skips the model (until the fifty-sixth session the
+    # re-index phases asked the idle pairs' queries again, and measured searches without
+    # the query's embedding).
     queries = make_queries(args.queries, args.seed)
+    warm_up = make_queries(5, args.seed + 4)
     # which checkout's code runs (PYTHONPATH may point at another one to compare)
     out: dict = {"files": len(paths), "code": str(Path(rag_lsp.__file__).parent)}
     embedder = load_embedder(Settings(), root)[0]
@@ -451,11 +456,11 @@ async def run(args: argparse.Namespace) -> dict:
     # in the background once a search asks for them. The server's side first, sampled (an
     # in-process search holds the event loop, and with it the sampling, while it runs).
     async with ServerRss(server_pid) as rss:
-        for q in queries[:5]:
+        for q in warm_up:
             await s.search(q)
         await asyncio.sleep(5)
     out["first_searches"] = rss.figures()
-    for q in queries[:5]:
+    for q in warm_up:
         ws.search(q)
     await asyncio.sleep(5)
     log(f"{out['chunks']} chunks; idle search, server alone, {len(queries)} other queries")
@@ -471,7 +476,8 @@ async def run(args: argparse.Namespace) -> dict:
     await s.client.protocol.send_request_async(RAG_REINDEX, {})
     async with ServerRss(server_pid) as rss:
         await s.wait_for("indexing", mark, timeout=60)
-        out["search_reindex"] = await search_pairs(s, open_ws, queries, True)
+        out["search_reindex"] = await search_pairs(
+            s, open_ws, make_queries(args.queries, args.seed + 2), True)
         await s.wait_for("ready", mark, timeout=3600)
     out["search_reindex"].update(rss.figures())
     out["search_reindex"]["run_seconds"] = round(time.perf_counter() - started, 1)
@@ -487,7 +493,8 @@ async def run(args: argparse.Namespace) -> dict:
     await s.client.protocol.send_request_async(RAG_REINDEX, {})
     async with ServerRss(server_pid) as rss:
         await s.wait_for("indexing", mark, timeout=60)
-        out["search_reindex_alone"] = await search_alone(s, queries, while_running=True)
+        out["search_reindex_alone"] = await search_alone(
+            s, make_queries(args.queries, args.seed + 3), while_running=True)
         await s.wait_for("ready", mark, timeout=3600)
     out["search_reindex_alone"].update(rss.figures())
     out["search_reindex_alone"]["run_seconds"] = round(time.perf_counter() - started, 1)
