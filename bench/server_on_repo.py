@@ -44,7 +44,15 @@ from codebench.data import (  # noqa: E402
     load_repo_specs,
     sync_tree,
 )
-from server_latency import RESULTS, ServerRss, Session, emit, log, stats  # noqa: E402
+from server_latency import (  # noqa: E402
+    RESULTS,
+    ServerRss,
+    Session,
+    emit,
+    log,
+    search_alone,
+    stats,
+)
 
 from rag_lsp.server.methods import RAG_REINDEX, RAG_STATUS  # noqa: E402
 
@@ -94,13 +102,7 @@ async def search_idle(s: Session, queries: list[str]) -> dict:
     for query in queries[:5]:  # the in-memory copies load on the first searches
         await s.search(query + " warm-up")
     await asyncio.sleep(5)
-    lsp, took = [], []
-    for query in queries:
-        started = time.perf_counter()
-        answer = await s.search(query)
-        lsp.append((time.perf_counter() - started) * 1000)
-        took.append(answer["tookMs"])
-    return {"lsp": stats(lsp), "server_took": stats(took)}
+    return await search_alone(s, queries)
 
 
 async def run(args: argparse.Namespace, root: Path, mirror: Path | None,

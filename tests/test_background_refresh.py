@@ -65,4 +65,4 @@ def test_the_store_says_whether_its_sample_is_every_chunk(workspace, embedder):
     rows, whole = store.sample_rows(total)
     assert whole and len(rows) == total
     rows, whole = store.sample_rows(total - 1)
-    assert not whole and len(rows) < total
+    assert not whole  # (by hash: how many rows depends on the hashes, not on the count)
