@@ -10,6 +10,7 @@ neither the model nor the index knows carries no evidence).
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 import time
@@ -17,15 +18,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from rag_lsp.priority import run_in_background
 from rag_lsp.store.lance_store import ChunkStore
+
+log = logging.getLogger(__name__)
 
 # Chosen by content hash (see ChunkStore.sample_rows), so fixed for a given set of chunks.
 # 1,024 measured the same on the code benchmark and SciFact (within 0.001) and on off-topic
 # questions (4.4 % vs 4.3 % held out), at four times the reading.
 SAMPLE_SIZE = 256
-# A changed index is re-sampled at most this often, on the search that finds it changed (a
-# LanceDB scan: 20-55 ms at 10k chunks while a run writes). An index small enough to be
-# sampled whole is re-sampled at every change: each chunk is much of it.
+# A changed index is sampled again at most this often, aside from the searches (see
+# BackgroundCache). An index small enough to be sampled whole is sampled again at every
+# change: each chunk is much of it.
 REFRESH_SECONDS = 60.0
 # In a tiny index the chunks that answer a query *are* most of the sample, so its mean
 # similarity is the answer's, not the noise's: a one-chunk workspace found nothing at all. The
@@ -72,24 +76,61 @@ def build_background(rows: list[dict], whole: bool = True) -> Background:
 
 
 class BackgroundCache:
-    """One background per store, re-sampled when the index changed (and not too often)."""
+    """One background per store, sampled again when the index changed (and not too often).
+
+    A search never waits for a sample it can do without: past the first, a changed index
+    is sampled again on a thread of its own, at the background priority, while searches go on
+    with the sample before (a LanceDB scan of the sample's rows: 20-55 ms at 10k chunks while
+    a run writes, once a minute on some search's thread before). Only an index small enough
+    to be sampled whole is sampled again by the search that finds it changed: there each
+    chunk is much of the sample, and the scan is short."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._background: Background | None = None
         self._version: int | None = None
         self._taken_at = 0.0
+        self._sampling: threading.Thread | None = None
 
     def get(self, store: ChunkStore) -> Background:
         with self._lock:
             version = store.version()
+            if version == self._version and self._background is not None:
+                return self._background
             # (Not the sample's size: one by hash falls short of SAMPLE_SIZE as often as
             # not, and an index of 10k chunks was then scanned again by every search after
             # each of a run's writes: bench/README.md, "Searches during a branch switch".)
-            stale = version != self._version and (
-                self._background is None or self._background.whole
-                or time.monotonic() - self._taken_at > REFRESH_SECONDS)
-            if self._background is None or stale:
-                self._background = build_background(*store.sample_rows(SAMPLE_SIZE))
-                self._version, self._taken_at = version, time.monotonic()
+            if self._background is None or self._background.whole:
+                self._take(store, version)
+            elif (time.monotonic() - self._taken_at > REFRESH_SECONDS
+                  and self._sampling is None):
+                self._taken_at = time.monotonic()
+                # Not a daemon: a daemon thread still inside LanceDB's native reader while
+                # the interpreter finalised aborted the process (see VectorCache._reload_soon).
+                self._sampling = threading.Thread(
+                    target=self._sample_aside, args=(store, version), name="rag-background")
+                self._sampling.start()
             return self._background
+
+    def wait_for_sampling(self) -> None:
+        """Until a sample taken aside (if any) is in place: for tests and benches."""
+        with self._lock:
+            sampling = self._sampling
+        if sampling is not None:
+            sampling.join()
+
+    def _take(self, store: ChunkStore, version: int) -> None:
+        self._background = build_background(*store.sample_rows(SAMPLE_SIZE))
+        self._version, self._taken_at = version, time.monotonic()
+
+    def _sample_aside(self, store: ChunkStore, version: int) -> None:
+        run_in_background()
+        try:
+            background = build_background(*store.sample_rows(SAMPLE_SIZE))
+        except Exception as exc:  # (a store closed meanwhile): the sample before stands
+            log.debug("could not sample the index again: %s", exc)
+            background = None
+        with self._lock:
+            if background is not None:
+                self._background, self._version = background, version
+            self._sampling = None
