@@ -253,6 +253,42 @@ def test_rows_outside_the_full_text_index_past_a_number_make_a_compaction_due(
     assert store._unindexed_rows() == 0  # noqa: SLF001
 
 
+def test_past_the_postings_size_a_run_folds_each_batch_into_the_full_text_index(
+        workspace, sample_root, monkeypatch):
+    """Past POSTINGS_MAX_ROWS chunks every lexical search reads the rows outside LanceDB's
+    full-text index one by one: a run compacts after each of its batches there, and below
+    that size every OPTIMIZE_EVERY_BATCHES batches."""
+    from rag_lsp.indexing import indexer as indexer_module
+    from rag_lsp.store import lance_store
+
+    monkeypatch.setattr(indexer_module, "WRITE_BATCH_CHUNKS", 1)  # a batch a file
+    compactions = []
+    optimize = lance_store.ChunkStore.optimize
+
+    def counted(self, *args, **kwargs):
+        compactions.append(self._unindexed_rows())  # noqa: SLF001
+        return optimize(self, *args, **kwargs)
+
+    monkeypatch.setattr(lance_store.ChunkStore, "optimize", counted)
+
+    def write_run(prefix: str) -> None:
+        for n in range(4):
+            (sample_root / f"src/{prefix}_{n}.py").write_text(
+                f"def {prefix}_step_{n}(x):\n    return x + {n}\n", encoding="utf-8")
+        compactions.clear()
+        assert workspace.index().files_indexed == 4
+
+    write_run("small")
+    assert len(compactions) <= 2  # every fourth batch, and at the end if one is due
+    monkeypatch.setattr(lance_store, "POSTINGS_MAX_ROWS", 0)  # as past 50k chunks
+    write_run("large")
+    assert len(compactions) == 4 and all(rows > 0 for rows in compactions)
+    store = workspace._open_store()  # noqa: SLF001
+    assert store._unindexed_rows() == 0  # noqa: SLF001
+    hit = workspace.search("large_step_3", top_k=1, mode="lexical").results[0]
+    assert hit.path == "src/large_3.py"
+
+
 def test_a_file_saved_again_and_again_makes_a_compaction_due(workspace, sample_root,
                                                               monkeypatch):
     """Saving one file over and over leaves no fragment (its last rows' fragment is dropped

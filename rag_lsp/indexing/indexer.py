@@ -52,7 +52,8 @@ WRITE_BATCH_CHUNKS = 512
 REMOVALS_WITH_WRITE = 100
 # During a long run, fold new rows into the full-text index and compact every this many
 # batches: searches meanwhile scan unindexed rows and small fragments, which grows their
-# latency with every batch (bench/server_latency.py, search during a re-index).
+# latency with every batch (bench/server_latency.py, search during a re-index). Past the size
+# where searches answer from postings in memory (POSTINGS_MAX_ROWS), after every batch.
 OPTIMIZE_EVERY_BATCHES = 4
 # New or changed files a pass must have before it drafts them (see rag_lsp.store.draft): a
 # few files are embedded within seconds anyway.
@@ -431,7 +432,13 @@ class Indexer:
         if self._draft is not None:  # the real chunks answer from now on (full text included)
             self._draft.discard((item.record.path for item in pending),
                                 drafted_before=self._draft_mark)
-        if self._batches_written % OPTIMIZE_EVERY_BATCHES == 0:
+        # Past the size where searches answer from postings in memory, after every batch:
+        # there each search reads the rows outside the full-text index one by one until they
+        # are folded in (at 100k chunks a search's median went from 35 ms to 46, 59 and 74
+        # after one, two and three batches; bench/README.md, "Full-text index folded after
+        # every batch past 50k chunks").
+        if (self._batches_written % OPTIMIZE_EVERY_BATCHES == 0
+                or self.store.searches_read_full_text_index()):
             self.store.optimize(self._around_rewrite)
 
     def _finish(self, report: IndexReport, started: float, notify: ProgressCallback) -> None:

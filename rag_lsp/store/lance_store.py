@@ -626,6 +626,13 @@ class ChunkStore:
                 or self._unindexed_rows() > unindexed_max
                 or self._old_versions() > MAX_OLD_VERSIONS or self.needs_vector_index())
 
+    @_reports_damage
+    def searches_read_full_text_index(self) -> bool:
+        """Whether every lexical search runs LanceDB's full-text query (past
+        POSTINGS_MAX_ROWS chunks, where no postings are held in memory), and so reads each
+        row outside its index (see MAX_UNINDEXED_ROWS)."""
+        return self._chunks.count_rows() > POSTINGS_MAX_ROWS
+
     def _unindexed_rows(self) -> int:
         """Rows the full-text index of ``search_text`` does not cover yet (0 without one:
         :meth:`ensure_fts_index` builds it whole)."""
