@@ -116,7 +116,7 @@ MAX_RUN_QUERIES = 12_000
 def run_queries(seed: int) -> Iterator[str]:
     """New queries for a phase during a run, which stops asking when the run ends. (Until
     2026-12-05 those phases asked ``--queries`` queries: the first ~35-40 s of a run, which
-    at 12k and 100k chunks lasts ~180-220 s.)"""
+    at 12k and 100k chunks lasts ~180-290 s.)"""
     return itertools.islice(query_stream(seed), MAX_RUN_QUERIES)
 
 
