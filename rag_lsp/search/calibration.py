@@ -113,7 +113,7 @@ class BackgroundCache:
             return self._background
 
     def wait_for_sampling(self) -> None:
-        """Until a sample taken aside (if any) is in place: for tests and benches."""
+        """Until a sample taken aside (if any) is in place (for tests)."""
         with self._lock:
             sampling = self._sampling
         if sampling is not None:
