@@ -253,11 +253,12 @@ def test_rows_outside_the_full_text_index_past_a_number_make_a_compaction_due(
     assert store._unindexed_rows() == 0  # noqa: SLF001
 
 
-def test_past_the_postings_size_a_run_folds_each_batch_into_the_full_text_index(
+def test_past_the_postings_size_a_run_folds_each_batch_while_searches_come(
         workspace, sample_root, monkeypatch):
     """Past POSTINGS_MAX_ROWS chunks every lexical search reads the rows outside LanceDB's
-    full-text index one by one: a run compacts after each of its batches there, and below
-    that size every OPTIMIZE_EVERY_BATCHES batches."""
+    full-text index one by one: there a run compacts after each of its batches for
+    FOLD_AFTER_SEARCH_SECONDS after a search read that index, and else (below that size, or
+    with no search lately) every OPTIMIZE_EVERY_BATCHES batches."""
     from rag_lsp.indexing import indexer as indexer_module
     from rag_lsp.store import lance_store
 
@@ -278,15 +279,24 @@ def test_past_the_postings_size_a_run_folds_each_batch_into_the_full_text_index(
         compactions.clear()
         assert workspace.index().files_indexed == 4
 
+    def lexical_search(name: str) -> str:
+        return workspace.search(name, top_k=1, mode="lexical").results[0].path
+
     write_run("small")
     assert len(compactions) <= 2  # every fourth batch, and at the end if one is due
     monkeypatch.setattr(lance_store, "POSTINGS_MAX_ROWS", 0)  # as past 50k chunks
+    write_run("quiet")  # no search since the index grew past the size
+    assert len(compactions) <= 2
+    store = workspace._open_store()  # noqa: SLF001
+    assert lexical_search("quiet_step_1") == "src/quiet_1.py"
+    assert store.full_text_searched_within(indexer_module.FOLD_AFTER_SEARCH_SECONDS)
     write_run("large")
     assert len(compactions) == 4 and all(rows > 0 for rows in compactions)
-    store = workspace._open_store()  # noqa: SLF001
     assert store._unindexed_rows() == 0  # noqa: SLF001
-    hit = workspace.search("large_step_3", top_k=1, mode="lexical").results[0]
-    assert hit.path == "src/large_3.py"
+    assert lexical_search("large_step_3") == "src/large_3.py"
+    monkeypatch.setattr(indexer_module, "FOLD_AFTER_SEARCH_SECONDS", 0.0)  # that search is old
+    write_run("later")
+    assert len(compactions) <= 2
 
 
 def test_a_file_saved_again_and_again_makes_a_compaction_due(workspace, sample_root,

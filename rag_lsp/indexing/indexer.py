@@ -53,8 +53,15 @@ REMOVALS_WITH_WRITE = 100
 # During a long run, fold new rows into the full-text index and compact every this many
 # batches: searches meanwhile scan unindexed rows and small fragments, which grows their
 # latency with every batch (bench/server_latency.py, search during a re-index). Past the size
-# where searches answer from postings in memory (POSTINGS_MAX_ROWS), after every batch.
+# where searches answer from postings in memory (POSTINGS_MAX_ROWS), after every batch
+# while searches come (see FOLD_AFTER_SEARCH_SECONDS).
 OPTIMIZE_EVERY_BATCHES = 4
+# Past POSTINGS_MAX_ROWS, a run folds every batch into the full-text index for this long after
+# a search read it. Not for longer: each compaction adds a segment to the ANN index, which is
+# trained again past MAX_SEGMENTS, so a first index of 101k chunks folding every batch took
+# 350 s against 217 (stand-in vectors: 25 trainings against 7; bench/README.md, "Full-text
+# index folded after every batch only while searches come").
+FOLD_AFTER_SEARCH_SECONDS = 60.0
 # New or changed files a pass must have before it drafts them (see rag_lsp.store.draft): a
 # few files are embedded within seconds anyway.
 DRAFT_MIN_FILES = 20
@@ -432,13 +439,14 @@ class Indexer:
         if self._draft is not None:  # the real chunks answer from now on (full text included)
             self._draft.discard((item.record.path for item in pending),
                                 drafted_before=self._draft_mark)
-        # Past the size where searches answer from postings in memory, after every batch:
-        # there each search reads the rows outside the full-text index one by one until they
-        # are folded in (at 100k chunks a search's median went from 35 ms to 46, 59 and 74
-        # after one, two and three batches; bench/README.md, "Full-text index folded after
-        # every batch past 50k chunks").
+        # Past the size where searches answer from postings in memory, after every batch
+        # while searches come: there each search reads the rows outside the full-text index
+        # one by one until they are folded in (at 100k chunks a search's median went from
+        # 35 ms to 46, 59 and 74 after one, two and three batches; bench/README.md,
+        # "Full-text index folded after every batch past 50k chunks").
         if (self._batches_written % OPTIMIZE_EVERY_BATCHES == 0
-                or self.store.searches_read_full_text_index()):
+                or (self.store.searches_read_full_text_index()
+                    and self.store.full_text_searched_within(FOLD_AFTER_SEARCH_SECONDS))):
             self.store.optimize(self._around_rewrite)
 
     def _finish(self, report: IndexReport, started: float, notify: ProgressCallback) -> None:

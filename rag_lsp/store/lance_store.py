@@ -321,6 +321,9 @@ class ChunkStore:
             # The chunks version from which this process knows the full-text index is there
             # (0: any version a read can see); a read of an older one checks (text_search).
             self._fts_since = 0
+            # When this process's last search read LanceDB's full-text index (monotonic;
+            # None: none yet): see full_text_searched_within
+            self._full_text_read_at: float | None = None
             self._vectors = VectorCache(self._load_vectors)
             # ((folder, table version), rows, rows its ANN index was trained on): see _ann
             self._ann_state: tuple[tuple, int, int | None] | None = None
@@ -633,6 +636,12 @@ class ChunkStore:
         row outside its index (see MAX_UNINDEXED_ROWS)."""
         return self._chunks.count_rows() > POSTINGS_MAX_ROWS
 
+    def full_text_searched_within(self, seconds: float) -> bool:
+        """Whether a search of this process read LanceDB's full-text index in the last
+        ``seconds`` (searches of another process sharing the index are not seen)."""
+        read_at = self._full_text_read_at
+        return read_at is not None and time.monotonic() - read_at <= seconds
+
     def _unindexed_rows(self) -> int:
         """Rows the full-text index of ``search_text`` does not cover yet (0 without one:
         :meth:`ensure_fts_index` builds it whole)."""
@@ -733,6 +742,7 @@ class ChunkStore:
         columns = [*RESULT_COLUMNS, "_score"]
         if with_vectors and matrix is None:
             columns.append("vector")
+        self._full_text_read_at = time.monotonic()
         rows = text_rows(self._reading(), text, column=column, columns=columns, limit=limit,
                          where=where, with_row_id=matrix is not None)
         if matrix is not None:
