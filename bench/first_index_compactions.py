@@ -11,8 +11,8 @@ again in a child process. This bench builds the same generated workspace's first
 the model's would take an hour) in up to three ways, each in a fresh process:
 
 - ``quiet``: no search during the run;
-- ``searched``: a lexical search every ``--interval`` seconds from a thread, the run on a
-  thread below its priority, as in the server;
+- ``searched``: a lexical search every ``--interval`` seconds from the main thread, the run
+  on a thread below its priority, as in the server;
 - ``searched-every-4th``: the same searches, with the fold after every batch turned off
   (``FOLD_AFTER_SEARCH_SECONDS = 0``), as rag-lsp indexed before 708798c.
 

@@ -57,10 +57,11 @@ REMOVALS_WITH_WRITE = 100
 # while searches come (see FOLD_AFTER_SEARCH_SECONDS).
 OPTIMIZE_EVERY_BATCHES = 4
 # Past POSTINGS_MAX_ROWS, a run folds every batch into the full-text index for this long after
-# a search read it. Not for longer: each compaction adds a segment to the ANN index, which is
-# trained again past MAX_SEGMENTS, so a first index of 101k chunks folding every batch took
-# 350 s against 217 (stand-in vectors: 25 trainings against 7; bench/README.md, "Full-text
-# index folded after every batch only while searches come").
+# a lexical or hybrid search read it, in this process or another one sharing the index
+# (rag_lsp.store.search_mark). Not for longer: each compaction adds a segment to the ANN
+# index, which is trained again past MAX_SEGMENTS, so a first index of 101k chunks folding
+# every batch took 350 s against 217 (stand-in vectors: 25 trainings against 7;
+# bench/README.md, "Full-text index folded after every batch only while searches come").
 FOLD_AFTER_SEARCH_SECONDS = 60.0
 # New or changed files a pass must have before it drafts them (see rag_lsp.store.draft): a
 # few files are embedded within seconds anyway.
@@ -445,8 +446,8 @@ class Indexer:
         # 35 ms to 46, 59 and 74 after one, two and three batches; bench/README.md,
         # "Full-text index folded after every batch past 50k chunks").
         if (self._batches_written % OPTIMIZE_EVERY_BATCHES == 0
-                or (self.store.searches_read_full_text_index()
-                    and self.store.full_text_searched_within(FOLD_AFTER_SEARCH_SECONDS))):
+                or (self.store.full_text_searched_within(FOLD_AFTER_SEARCH_SECONDS)
+                    and self.store.searches_read_full_text_index())):
             self.store.optimize(self._around_rewrite)
 
     def _finish(self, report: IndexReport, started: float, notify: ProgressCallback) -> None:

@@ -41,6 +41,7 @@ from rag_lsp.store.manifest import REBUILD_HINT
 from rag_lsp.store.private import private_dir
 from rag_lsp.store.replacing import Replacing, read_marker, visible_version, write_marker
 from rag_lsp.store.retraining import Outcome, compact_in_child, retrain_in_child
+from rag_lsp.store.search_mark import SearchMark
 from rag_lsp.store.sql import all_of, in_list
 from rag_lsp.store.vector_cache import VectorCache, VectorMatrix, while_process_runs
 from rag_lsp.store.vector_index import (
@@ -321,9 +322,8 @@ class ChunkStore:
             # The chunks version from which this process knows the full-text index is there
             # (0: any version a read can see); a read of an older one checks (text_search).
             self._fts_since = 0
-            # When this process's last search read LanceDB's full-text index (monotonic;
-            # None: none yet): see full_text_searched_within
-            self._full_text_read_at: float | None = None
+            # When searches last read LanceDB's full-text index: see full_text_searched_within
+            self._search_mark = SearchMark(index_dir)
             self._vectors = VectorCache(self._load_vectors)
             # ((folder, table version), rows, rows its ANN index was trained on): see _ann
             self._ann_state: tuple[tuple, int, int | None] | None = None
@@ -637,10 +637,10 @@ class ChunkStore:
         return self._chunks.count_rows() > POSTINGS_MAX_ROWS
 
     def full_text_searched_within(self, seconds: float) -> bool:
-        """Whether a search of this process read LanceDB's full-text index in the last
-        ``seconds`` (searches of another process sharing the index are not seen)."""
-        read_at = self._full_text_read_at
-        return read_at is not None and time.monotonic() - read_at <= seconds
+        """Whether a search read LanceDB's full-text index in the last ``seconds``: one of
+        this process, or of another one sharing the index (see
+        :mod:`rag_lsp.store.search_mark`)."""
+        return self._search_mark.searched_within(seconds)
 
     def _unindexed_rows(self) -> int:
         """Rows the full-text index of ``search_text`` does not cover yet (0 without one:
@@ -742,7 +742,7 @@ class ChunkStore:
         columns = [*RESULT_COLUMNS, "_score"]
         if with_vectors and matrix is None:
             columns.append("vector")
-        self._full_text_read_at = time.monotonic()
+        self._search_mark.searched()
         rows = text_rows(self._reading(), text, column=column, columns=columns, limit=limit,
                          where=where, with_row_id=matrix is not None)
         if matrix is not None:
