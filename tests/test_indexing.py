@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 import pytest
 
@@ -257,10 +258,12 @@ def test_past_the_postings_size_a_run_folds_each_batch_while_searches_come(
         workspace, sample_root, monkeypatch):
     """Past POSTINGS_MAX_ROWS chunks every lexical search reads the rows outside LanceDB's
     full-text index one by one: there a run compacts after each of its batches for
-    FOLD_AFTER_SEARCH_SECONDS after a search read that index, and else (below that size, or
-    with no search lately) every OPTIMIZE_EVERY_BATCHES batches."""
+    FOLD_AFTER_SEARCH_SECONDS after a search read that index (in this process, or in another
+    one sharing the index: the mark file), and else (below that size, or with no search
+    lately) every OPTIMIZE_EVERY_BATCHES batches."""
     from rag_lsp.indexing import indexer as indexer_module
     from rag_lsp.store import lance_store
+    from rag_lsp.store.search_mark import MARK_NAME, SearchMark
 
     monkeypatch.setattr(indexer_module, "WRITE_BATCH_CHUNKS", 1)  # a batch a file
     compactions = []
@@ -288,8 +291,15 @@ def test_past_the_postings_size_a_run_folds_each_batch_while_searches_come(
     write_run("quiet")  # no search since the index grew past the size
     assert len(compactions) <= 2
     store = workspace._open_store()  # noqa: SLF001
-    assert lexical_search("quiet_step_1") == "src/quiet_1.py"
+    SearchMark(store.index_dir).searched()  # another process sharing the index searched
+    write_run("marked")
+    assert len(compactions) == 4
+    mark = store.index_dir / MARK_NAME
+    os.utime(mark, (time.time() - 600, time.time() - 600))  # long ago
+    assert not store.full_text_searched_within(indexer_module.FOLD_AFTER_SEARCH_SECONDS)
+    assert lexical_search("quiet_step_1") == "src/quiet_1.py"  # this process searches
     assert store.full_text_searched_within(indexer_module.FOLD_AFTER_SEARCH_SECONDS)
+    assert time.time() - mark.stat().st_mtime < 60  # and tells the other processes
     write_run("large")
     assert len(compactions) == 4 and all(rows > 0 for rows in compactions)
     assert store._unindexed_rows() == 0  # noqa: SLF001

@@ -33,7 +33,7 @@ def test_a_search_in_another_process_is_seen_for_the_window(tmp_path):
 
 
 def test_a_process_sees_its_own_searches_without_the_file(tmp_path):
-    mark = SearchMark(tmp_path / "gone")  # a folder it cannot write in: no error
+    mark = SearchMark(tmp_path / "gone")  # a folder that is not there: no error
     mark.searched()
     assert not mark.path.exists()
     assert mark.searched_within(60)

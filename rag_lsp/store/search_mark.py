@@ -46,7 +46,7 @@ class SearchMark:
         except FileNotFoundError:
             try:
                 write_private(self.path, "")
-            except OSError:  # made meanwhile by another process, or the folder went
+            except OSError:  # the folder went (a rebuild's staging folder, a removed index)
                 pass
         except OSError:  # a folder this process may not write: its own searches still count
             pass
