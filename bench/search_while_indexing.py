@@ -1,14 +1,18 @@
 """Searches while an index run writes, in process: which of them found the in-memory copy
-stale after a write (and asked LanceDB instead), and what each kind cost.
+stale after a write (and asked LanceDB instead), which ran beside a compaction, and what each
+kind cost.
 
 Each measurement is a fresh process on a fresh copy of a workspace and its index (default:
 ``server_latency.py``'s 12k-chunk one). It rewrites ``--rewrite`` of the copy's files with new
 generated content (``server_latency.py``'s rewrite), warms up as ``engine_latency.py`` does,
-then runs ``Workspace.index()`` in a thread (indexing's model calls in a child process, as the
-servers have them) while the main thread searches every ``--spacing`` seconds until the run
-ends. A search is "stale" when the store found the in-memory copy older than the table at
-least once during it (``VectorCache.current`` answered nothing). With ``--baseline DIR``
-(another checkout) the two take turns, the order swapped each round.
+then runs ``Workspace.index()`` in a thread at the background priority (as the language
+server's writer thread; indexing's model calls in a child process, as the servers have them)
+while the main thread searches every ``--spacing`` seconds until the run ends. A search is
+"stale" when the store found the in-memory copy older than the table at least once during it
+(``VectorCache.current`` answered nothing); "beside a compaction" when it overlapped one of
+the run's ``ChunkStore.optimize`` calls (a compaction, the ANN index trained again, the
+caches connected again after). With ``--baseline DIR`` (another checkout) the two take turns,
+the order swapped each round.
 
     .venv/bin/python bench/search_while_indexing.py --root /tmp/bench/latency/ws \\
         --index /tmp/bench/latency/index/ws-0140dbdd2a --baseline /tmp/wt-before
@@ -35,6 +39,12 @@ HERE = Path(__file__).resolve().parent
 WARM_UP, SETTLE_SECONDS = 30, 6.0
 
 
+def overlaps(start: float, end: float, spans: list[list[float]]) -> bool:
+    """Whether [start, end] overlaps any of ``spans`` ([begun, ended]; ended 0: still
+    running when the search ended)."""
+    return any(begun < end and (ended or end) > start for begun, ended in spans)
+
+
 def child(index_dir: Path, root: Path, share: float, spacing: float, seed: int) -> None:
     # What the `rag-lsp` command does first.
     from index_workspace import set_up_as_the_command
@@ -46,11 +56,24 @@ def child(index_dir: Path, root: Path, share: float, spacing: float, seed: int) 
 
     import rag_lsp
     from rag_lsp.config import Settings
+    from rag_lsp.priority import run_in_background
     from rag_lsp.store import vector_cache
+    from rag_lsp.store.lance_store import ChunkStore
     from rag_lsp.workspace import Workspace
 
     stale = threading.local()
     current = vector_cache.VectorCache.current
+    compactions: list[list[float]] = []  # [start, end] of each optimize, end 0 while it runs
+    optimize = ChunkStore.optimize
+
+    def timed_optimize(self, *args, **kwargs):
+        compactions.append([time.perf_counter(), 0.0])
+        try:
+            return optimize(self, *args, **kwargs)
+        finally:
+            compactions[-1][1] = time.perf_counter()
+
+    ChunkStore.optimize = timed_optimize
 
     def marking_current(self, version):  # the searching thread's lookups only
         matrix = current(self, version)
@@ -75,6 +98,7 @@ def child(index_dir: Path, root: Path, share: float, spacing: float, seed: int) 
     report: dict = {}
 
     def index_run() -> None:
+        run_in_background()  # as the language server's writer thread (server/jobs.py)
         started = time.perf_counter()
         ran = ws.index()
         report.update(seconds=round(time.perf_counter() - started, 1),
@@ -89,9 +113,14 @@ def child(index_dir: Path, root: Path, share: float, spacing: float, seed: int) 
         stale.seen = False
         started = time.perf_counter()
         ws.search(query)
-        searches.append([(time.perf_counter() - started) * 1000, stale.seen])
+        searches.append([(time.perf_counter() - started) * 1000, stale.seen, started,
+                         time.perf_counter()])
         time.sleep(spacing)
     runner.join()
+    for search in searches:  # [ms, stale, start, end] -> [ms, stale, beside a compaction]
+        start, end = search.pop(2), search.pop(2)
+        search.append(overlaps(start, end, compactions))
+    report["compactions"] = len(compactions)
     print(json.dumps({"code": str(Path(rag_lsp.__file__).parent.parent), "searches": searches,
                       **report}))
 
@@ -120,6 +149,9 @@ def figures(runs: list[dict]) -> dict:
 
     return {"all": kind(every), "fresh copy": kind([r for r in every if not r[1]]),
             "stale copy": kind([r for r in every if r[1]]),
+            "beside a compaction": kind([r for r in every if r[2]]),
+            "no compaction beside": kind([r for r in every if not r[2]]),
+            "compactions": [run.get("compactions") for run in runs],
             "p50_per_run": [round(statistics.median([s[0] for s in run["searches"]]), 1)
                             for run in runs],
             "p95_per_run": [round(pct([s[0] for s in run["searches"]], 0.95), 1)
@@ -167,14 +199,15 @@ def main() -> int:
         return 0
     for name, f in results.items():
         print(f"\n{name}: {args.rounds} index run(s) of {f['index_seconds']} s, "
-              f"{f['chunks_written']} chunks written; p50 / p95 per run "
-              f"{f['p50_per_run']} / {f['p95_per_run']} ms")
-        for kind in ("all", "fresh copy", "stale copy"):
+              f"{f['chunks_written']} chunks written, {f['compactions']} optimize calls; "
+              f"p50 / p95 per run {f['p50_per_run']} / {f['p95_per_run']} ms")
+        for kind in ("all", "fresh copy", "stale copy", "beside a compaction",
+                     "no compaction beside"):
             k = f[kind]
             if not k["searches"]:
-                print(f"  {kind:<11} none")
+                print(f"  {kind:<20} none")
                 continue
-            print(f"  {kind:<11} {k['searches']:4d} searches ({k['share']:.0%})  p50 "
+            print(f"  {kind:<20} {k['searches']:4d} searches ({k['share']:.0%})  p50 "
                   f"{k['p50']:6.1f}  p95 {k['p95']:6.1f}  p99 {k['p99']:6.1f} ms")
     return 0
 
