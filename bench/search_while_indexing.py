@@ -67,11 +67,12 @@ def child(index_dir: Path, root: Path, share: float, spacing: float, seed: int) 
     optimize = ChunkStore.optimize
 
     def timed_optimize(self, *args, **kwargs):
-        compactions.append([time.perf_counter(), 0.0])
+        span = [time.perf_counter(), 0.0]
+        compactions.append(span)
         try:
             return optimize(self, *args, **kwargs)
         finally:
-            compactions[-1][1] = time.perf_counter()
+            span[1] = time.perf_counter()
 
     ChunkStore.optimize = timed_optimize
 

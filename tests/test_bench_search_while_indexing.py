@@ -17,6 +17,8 @@ def test_a_search_is_beside_a_compaction_when_their_times_overlap():
     assert overlaps(19.0, 22.0, spans)  # around
     assert not overlaps(12.5, 13.0, spans) and not overlaps(8.0, 9.9, spans)
     assert not overlaps(21.5, 30.0, spans) and not overlaps(1.0, 2.0, [])
+    # touching at an end is not overlapping
+    assert not overlaps(12.0, 13.0, spans) and not overlaps(9.0, 10.0, spans)
 
 
 def test_a_compaction_still_running_overlaps_what_came_after_its_start():

@@ -122,11 +122,12 @@ def compacts_in_a_child(rows: int) -> bool:
     (rag_lsp.store.retraining): from COMPACT_IN_CHILD_MIN_ROWS up to the size below which
     the process holds the in-memory copy of every vector and column, under which LanceDB's
     compaction (of the whole table, each time one is due) came on top. Past that size
-    nothing is held, and a compaction in a child was measured twice and not adopted: 10-25
-    MB off the server's peak, for ~1 s more a compaction (a saved file's update too), slower
-    searches during a re-index and 70-95 MB more on the machine (bench/README.md, "Two more
-    tried at 100k chunks", "Searches beside a compaction at 100k chunks"). POSIX only (the
-    child's priority, its lifeline)."""
+    nothing is held, and a compaction in a child was measured twice and not adopted
+    (bench/README.md, "Two more tried at 100k chunks", "Searches beside a compaction at 100k
+    chunks"): the second time 10-25 MB off the server's peak, for ~1 s more a compaction (a
+    saved file's update too), slower searches during the second re-index in both pairs, and
+    the server and its children together 79-97 MB higher. POSIX only (the child's priority,
+    its lifeline)."""
     return COMPACT_IN_CHILD_MIN_ROWS <= rows <= MATRIX_MAX_ROWS and os.name == "posix"
 
 
