@@ -47,7 +47,13 @@ from rag_lsp.priority import SearchFirst
 from rag_lsp.search.calibration import BackgroundCache
 from rag_lsp.search.pipeline import SearchIndex, search_chunks, search_files
 from rag_lsp.search.ranking import RankingWeights
-from rag_lsp.search.results import MODES, ChunkHit, SearchFilters, SearchResponse
+from rag_lsp.search.results import (
+    MODES,
+    ChunkHit,
+    SearchFilters,
+    SearchResponse,
+    SearchTimings,
+)
 from rag_lsp.store.draft import DraftIndex
 from rag_lsp.store.lance_store import ChunkStore
 from rag_lsp.store.live_index import LiveIndex
@@ -496,6 +502,7 @@ class Workspace:
         if top_k is not None and top_k < 1:
             raise BadInputError(f"top_k must be at least 1 (got {top_k})")
         mode, warnings = self._search_mode(query, mode)
+        timings = SearchTimings()
         with self.priority.searching():
             results = self._read(lambda store: search_files(
                 self._search_index(store),
@@ -505,9 +512,10 @@ class Workspace:
                 threshold=self.settings.threshold if threshold is None else threshold,
                 filters=filters or SearchFilters(),
                 answer_threshold=self.settings.answer_threshold,
+                timings=timings,
             ))
         took_ms = (time.perf_counter() - started) * 1000
-        return SearchResponse(query, mode, took_ms, results, warnings)
+        return SearchResponse(query, mode, took_ms, results, warnings, timings)
 
     def find_chunks(
         self,

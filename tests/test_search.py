@@ -175,3 +175,22 @@ def test_an_identifier_ending_in_digits_is_found_before_folders_named_with_them(
     ws.index()
     for mode in ("lexical", "hybrid"):
         assert ws.search("zqc10", mode=mode).results[0].path == "docs/notes.md", mode
+
+
+def test_timings_say_where_a_search_spent_its_time(workspace):
+    """Each part measured on its own (a query never asked before, so the model runs), and
+    the parts run one after another inside the search's own time, except the lexical lookups,
+    which run beside them."""
+    response = workspace.search("which function follows redirects and counts the hops?")
+    timings = response.timings
+    assert timings.query_embedding > 0 and timings.vector > 0
+    assert timings.lexical > 0 and timings.ranking > 0
+    assert timings.query_embedding + timings.vector + timings.ranking < response.took_ms
+    assert timings.lexical < response.took_ms
+    assert set(response.to_dict()["timings"]) == {
+        "queryEmbeddingMs", "vectorMs", "lexicalMs", "rankingMs"}
+
+    again = workspace.search("which function follows redirects and counts the hops?")
+    assert again.timings.query_embedding < timings.query_embedding  # cached: no model call
+    lexical = workspace.search("follow redirects", mode="lexical").timings
+    assert lexical.query_embedding == 0 and lexical.vector == 0 and lexical.lexical > 0

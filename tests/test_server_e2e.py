@@ -135,6 +135,9 @@ async def test_initial_indexing_reports_progress_and_finds_a_known_function(clie
 
     result = await search(client, "follow HTTP redirects to the Location header")
     assert result["partial"] is False and result["mode"] == "hybrid"
+    timings = result["timings"]  # the engine's parts, within the server's whole time
+    assert 0 < timings["queryEmbeddingMs"] + timings["vectorMs"] < timings["engineMs"]
+    assert timings["engineMs"] <= result["tookMs"]
     best = result["results"][0]
     assert best["path"] == "src/http/client.py"
     assert best["uri"] == (repo / "src/http/client.py").as_uri()

@@ -10,6 +10,7 @@ file's own evidence reaches the answer threshold (see ``ranked_files``).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ from rag_lsp.search.results import (
     LineRange,
     SearchFilters,
     SearchResult,
+    SearchTimings,
     preview_of,
     snippet_of,
 )
@@ -100,8 +102,13 @@ def draft_filter(filters: SearchFilters) -> Callable[[dict], bool] | None:
                         and (not filters.languages or row["language"] in filters.languages))
 
 
+def _ms_since(start: float) -> float:
+    return (time.perf_counter() - start) * 1000
+
+
 def _retrieve(index: SearchIndex, q: QueryAnalysis, mode: str, limit: int, where: str | None,
-              filters: SearchFilters) -> tuple[list[Candidate], np.ndarray | None]:
+              filters: SearchFilters, timings: SearchTimings
+              ) -> tuple[list[Candidate], np.ndarray | None]:
     store = index.store
     lexical = mode != "vector"
     # A drafted file's stored chunks (if any) are of its text before a save: those it still
@@ -131,28 +138,40 @@ def _retrieve(index: SearchIndex, q: QueryAnalysis, mode: str, limit: int, where
     # Full-text and definition lookups run beside embedding + vector search (both release
     # the GIL).
     with_vectors = mode == "hybrid" and LEXICAL_COSINES
+    lookups_start = time.perf_counter()
+
+    def lookup_timed(rows: list[dict]) -> list[dict]:
+        # (one float written from each lookup thread: the later one's stands)
+        timings.lexical = max(timings.lexical, _ms_since(lookups_start))
+        return rows
 
     def full_text(n: int) -> list[dict]:
-        return store.text_search(q.fulltext, n, where, with_vectors=with_vectors,
-                                 terms=q.terms)
+        return lookup_timed(store.text_search(q.fulltext, n, where, with_vectors=with_vectors,
+                                              terms=q.terms))
 
     def definitions(n: int) -> list[dict]:
-        return store.text_search(" ".join(q.identifiers), n, where, column="defines",
-                                 with_vectors=with_vectors, terms=q.terms)
+        return lookup_timed(store.text_search(" ".join(q.identifiers), n, where,
+                                              column="defines", with_vectors=with_vectors,
+                                              terms=q.terms))
 
     text_rows = (_FULL_TEXT.submit(_visible_rows, full_text, limit, shown, lost)
                  if lexical else None)
     definition_rows = (_FULL_TEXT.submit(_visible_rows, definitions, DEFINITION_CANDIDATES,
                                          shown, lost)
                        if lexical and q.identifiers and DEFINITION_CANDIDATES else None)
-    query_vector = (index.embed_query(q.text)
-                    if mode != "lexical" and index.embed_query is not None else None)
+    query_vector = None
+    if mode != "lexical" and index.embed_query is not None:
+        started = time.perf_counter()
+        query_vector = index.embed_query(q.text)
+        timings.query_embedding = _ms_since(started)
     found: dict[str, Candidate] = {}
     if query_vector is not None:
+        started = time.perf_counter()
         for row in _visible_rows(lambda n: store.vector_search(query_vector, n, where,
                                                                terms=q.terms),
                                  limit, shown, lost):
             found[row["id"]] = Candidate(row, row["cosine"])
+        timings.vector = _ms_since(started)
     for future in (text_rows, definition_rows):
         for row in future.result() if future is not None else ():
             if row["id"] in found:
@@ -246,16 +265,29 @@ def query_cohesion(q: QueryAnalysis, candidates: list[Candidate], background: Ba
 
 
 def ranked_files(index: SearchIndex, query: str, *, mode: str, limit: int,
-                 filters: SearchFilters, floor: float = 0.0,
-                 answer_floor: float = 0.0) -> list[RankedFile]:
+                 filters: SearchFilters, floor: float = 0.0, answer_floor: float = 0.0,
+                 timings: SearchTimings | None = None) -> list[RankedFile]:
     """Every candidate file, best first, with raw scores (no cut; ``floor`` is the threshold
     as a raw score, which role priors respect), or none when no file's own evidence reaches
-    ``answer_floor`` (the query is not about this workspace)."""
+    ``answer_floor`` (the query is not about this workspace). ``timings``: filled in with
+    where the time went (ranking: from the candidates on)."""
+    timings = SearchTimings() if timings is None else timings
     where = filter_clause(index.store, filters)
     if where == "(false)" and not index.draft:
         return []
     q = analyze(query)
-    candidates, query_vector = _retrieve(index, q, mode, limit, where, filters)
+    candidates, query_vector = _retrieve(index, q, mode, limit, where, filters, timings)
+    ranking_start = time.perf_counter()
+    try:
+        return _ranked(index, q, candidates, query_vector, mode=mode, filters=filters,
+                       floor=floor, answer_floor=answer_floor)
+    finally:
+        timings.ranking += _ms_since(ranking_start)
+
+
+def _ranked(index: SearchIndex, q: QueryAnalysis, candidates: list[Candidate],
+            query_vector: np.ndarray | None, *, mode: str, filters: SearchFilters,
+            floor: float, answer_floor: float) -> list[RankedFile]:
     if not candidates:
         return []
     background = index.background.get(index.store)
@@ -297,19 +329,24 @@ def _floors(threshold: float, answer_threshold: float) -> tuple[float, float]:
 
 
 def search_files(index: SearchIndex, query: str, *, mode: str, top_k: int, threshold: float,
-                 filters: SearchFilters, answer_threshold: float = 0.0) -> list[SearchResult]:
+                 filters: SearchFilters, answer_threshold: float = 0.0,
+                 timings: SearchTimings | None = None) -> list[SearchResult]:
     """The ``top_k`` most relevant files scoring at least ``threshold`` (0..1), if the best
-    reaches ``answer_threshold`` on its own evidence."""
+    reaches ``answer_threshold`` on its own evidence. ``timings``: see :func:`ranked_files`."""
+    timings = SearchTimings() if timings is None else timings
     limit = max(MIN_CANDIDATES, top_k * CANDIDATES_PER_RESULT)
     floor, answer_floor = _floors(threshold, answer_threshold)
     shown = []
     for ranked in ranked_files(index, query, mode=mode, limit=limit, filters=filters,
-                               floor=floor, answer_floor=answer_floor):
+                               floor=floor, answer_floor=answer_floor, timings=timings):
         if ranked.raw < floor or len(shown) == top_k:
             break
         shown.append(ranked)
+    started = time.perf_counter()
     index.store.fill_text(c.row for ranked in shown for c in ranked.chunks)
-    return [_result(ranked, floor, index.weights) for ranked in shown]
+    results = [_result(ranked, floor, index.weights) for ranked in shown]
+    timings.ranking += _ms_since(started)
+    return results
 
 
 def search_chunks(index: SearchIndex, query: str, *, mode: str, limit: int, threshold: float,

@@ -65,18 +65,38 @@ class SearchResult:
 
 
 @dataclass
+class SearchTimings:
+    """Where one search's time went, in milliseconds: the parts a slow search is made of, so
+    that a user (or a benchmark) can tell a slow model call from slow lookups or ranking."""
+
+    query_embedding: float = 0.0  # the model's call (about 0 when cached; 0 if lexical)
+    vector: float = 0.0  # nearest chunks by vector, once the query's vector is there
+    # Full-text and definition lookups, from their start to the last one's end: they run on
+    # threads of their own beside the two above, so they add to a search only past those.
+    lexical: float = 0.0
+    ranking: float = 0.0  # scoring candidates, grouping them into files, reading snippets
+
+    def to_wire(self) -> dict:
+        return {"queryEmbeddingMs": round(self.query_embedding, 2),
+                "vectorMs": round(self.vector, 2), "lexicalMs": round(self.lexical, 2),
+                "rankingMs": round(self.ranking, 2)}
+
+
+@dataclass
 class SearchResponse:
     query: str
     mode: str  # the mode actually used ("lexical" when the model is unavailable)
     took_ms: float
     results: list[SearchResult]
     warnings: list[str] = field(default_factory=list)
+    timings: SearchTimings = field(default_factory=SearchTimings)
 
     def to_dict(self) -> dict:
         return {
             "query": self.query,
             "mode": self.mode,
             "took_ms": round(self.took_ms, 2),
+            "timings": self.timings.to_wire(),
             "results": [r.to_dict() for r in self.results],
             "warnings": self.warnings,
         }

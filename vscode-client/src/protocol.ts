@@ -54,6 +54,16 @@ export interface SearchResponse {
   partial: boolean;
   mode: "vector" | "lexical" | "hybrid";
   warnings: string[];
+  /** Where the search's time went, for the slowest folder (absent when none was searched). */
+  timings?: SearchTimings;
+}
+
+export interface SearchTimings {
+  engineMs: number;
+  queryEmbeddingMs: number;
+  vectorMs: number;
+  lexicalMs: number;
+  rankingMs: number;
 }
 
 export type IndexState = "starting" | "indexing" | "ready" | "degraded" | "error" | "disabled";

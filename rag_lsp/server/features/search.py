@@ -86,6 +86,7 @@ async def search(server: ServerState, args: dict) -> dict:
         cancelled.set()  # $/cancelRequest: folders not yet searched are skipped
         raise
     results: list[tuple[FolderIndex, SearchResult]] = []
+    slowest: SearchResponse | None = None  # its timings are the answer's
     modes: set[str] = set()
     failures: list[str] = []
     errors: list[RagLspError] = []
@@ -101,6 +102,8 @@ async def search(server: ServerState, args: dict) -> dict:
         elif isinstance(answer, BaseException):
             raise answer
         elif answer is not None:
+            if slowest is None or answer.took_ms > slowest.took_ms:
+                slowest = answer
             modes.add(answer.mode)
             warnings.extend(w for w in answer.warnings if w not in warnings)
             results.extend((folder, r) for r in answer.results)
@@ -115,6 +118,8 @@ async def search(server: ServerState, args: dict) -> dict:
     mode = modes.pop() if len(modes) == 1 else args.get("mode", server.settings.search_mode)
     if server.embedder is None:
         mode = "lexical"
+    timings = ({} if slowest is None else
+               {"timings": {"engineMs": round(slowest.took_ms, 2), **slowest.timings.to_wire()}})
     return {
         "results": [wire_result(f, r) for f, r in results[:top_k]],
         "tookMs": round((time.perf_counter() - started) * 1000, 2),
@@ -123,6 +128,7 @@ async def search(server: ServerState, args: dict) -> dict:
                                              for f in folders),
         "mode": mode,
         "warnings": warnings,
+        **timings,
     }
 
 
