@@ -323,7 +323,8 @@ async def search_pairs(s: Session, open_ws, queries: Iterable[str], while_runnin
                 answer = await s.search(query)
                 lsp.append((time.perf_counter() - started) * 1000)
                 took.append(answer["tookMs"])
-                parts += [answer["timings"]] if "timings" in answer else []
+                if "timings" in answer:
+                    parts.append(answer["timings"])
                 partial += answer["partial"]
             else:
                 ws.search(query)
@@ -348,7 +349,8 @@ async def search_alone(s: Session, queries: Iterable[str], while_running: bool =
         answer = await s.search(query)
         lsp.append((time.perf_counter() - started) * 1000)
         took.append(answer["tookMs"])
-        parts += [answer["timings"]] if "timings" in answer else []
+        if "timings" in answer:
+            parts.append(answer["timings"])
     return {"lsp": stats(lsp), "server_took": stats(took), "server_parts": parts_stats(parts)}
 
 
@@ -576,7 +578,7 @@ def print_table(r: dict) -> None:
 
     def parts(st: dict) -> None:
         for part, figures in st.get("server_parts", {}).items():
-            row(f"    of which {part}", figures)
+            row(f"    timings.{part}", figures)
 
     print(f"{r['files']} files, {r['chunks']} chunks, {r['cpu_count']} CPUs")
     head("freshness: write -> found (lexical poll)")

@@ -52,6 +52,7 @@ from rag_lsp.search.results import (
     ChunkHit,
     SearchFilters,
     SearchResponse,
+    SearchResult,
     SearchTimings,
 )
 from rag_lsp.store.draft import DraftIndex
@@ -502,9 +503,11 @@ class Workspace:
         if top_k is not None and top_k < 1:
             raise BadInputError(f"top_k must be at least 1 (got {top_k})")
         mode, warnings = self._search_mode(query, mode)
-        timings = SearchTimings()
-        with self.priority.searching():
-            results = self._read(lambda store: search_files(
+        attempts: list[SearchTimings] = []  # a read may run again on a new build
+
+        def read(store: ChunkStore) -> list[SearchResult]:
+            attempts.append(SearchTimings())
+            return search_files(
                 self._search_index(store),
                 query,
                 mode=mode,
@@ -512,10 +515,13 @@ class Workspace:
                 threshold=self.settings.threshold if threshold is None else threshold,
                 filters=filters or SearchFilters(),
                 answer_threshold=self.settings.answer_threshold,
-                timings=timings,
-            ))
+                timings=attempts[-1],
+            )
+
+        with self.priority.searching():
+            results = self._read(read)
         took_ms = (time.perf_counter() - started) * 1000
-        return SearchResponse(query, mode, took_ms, results, warnings, timings)
+        return SearchResponse(query, mode, took_ms, results, warnings, attempts[-1])
 
     def find_chunks(
         self,

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from rag_lsp.config import Settings
 from rag_lsp.errors import RagLspError
+from rag_lsp.search import pipeline
+from rag_lsp.search.ranking import score_chunks
 from rag_lsp.search.results import SearchFilters
 from rag_lsp.workspace import Workspace
 
@@ -188,9 +192,31 @@ def test_timings_say_where_a_search_spent_its_time(workspace):
     assert timings.query_embedding + timings.vector + timings.ranking < response.took_ms
     assert timings.lexical < response.took_ms
     assert set(response.to_dict()["timings"]) == {
-        "queryEmbeddingMs", "vectorMs", "lexicalMs", "rankingMs"}
+        "query_embedding_ms", "vector_ms", "lexical_ms", "ranking_ms"}
 
     again = workspace.search("which function follows redirects and counts the hops?")
     assert again.timings.query_embedding < timings.query_embedding  # cached: no model call
     lexical = workspace.search("follow redirects", mode="lexical").timings
     assert lexical.query_embedding == 0 and lexical.vector == 0 and lexical.lexical > 0
+    vector = workspace.search("follow redirects", mode="vector").timings
+    assert vector.lexical == 0 and vector.vector > 0
+
+
+def test_a_read_run_again_reports_its_own_timings_only(workspace, monkeypatch):
+    """A read can run twice (the index rebuilt under it): the answer's timings are the
+    second run's, not the two runs' added up or mixed."""
+    index = workspace._index
+    read_once = index.read
+    monkeypatch.setattr(index, "read", lambda read: (read_once(read), read_once(read))[1])
+    scored = []
+
+    def slow_the_first_time(*args, **kwargs):
+        scored.append(1)
+        if len(scored) == 1:
+            time.sleep(0.2)  # in the first run's ranking only
+        return score_chunks(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "score_chunks", slow_the_first_time)
+    response = workspace.search("where is the oldest cache entry evicted when it is full?")
+    assert len(scored) == 2
+    assert 0 < response.timings.ranking < 200

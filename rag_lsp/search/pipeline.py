@@ -139,10 +139,10 @@ def _retrieve(index: SearchIndex, q: QueryAnalysis, mode: str, limit: int, where
     # the GIL).
     with_vectors = mode == "hybrid" and LEXICAL_COSINES
     lookups_start = time.perf_counter()
+    lookup_ends: list[float] = []  # appended from the lookup threads (atomic), read after
 
     def lookup_timed(rows: list[dict]) -> list[dict]:
-        # (one float written from each lookup thread: the later one's stands)
-        timings.lexical = max(timings.lexical, _ms_since(lookups_start))
+        lookup_ends.append(time.perf_counter())
         return rows
 
     def full_text(n: int) -> list[dict]:
@@ -180,6 +180,8 @@ def _retrieve(index: SearchIndex, q: QueryAnalysis, mode: str, limit: int, where
             cosine = (float(np.asarray(vector, dtype=np.float32) @ query_vector)
                       if query_vector is not None and vector is not None else None)
             found[row["id"]] = Candidate(row, cosine)
+    if lookup_ends:
+        timings.lexical = (max(lookup_ends) - lookups_start) * 1000
     for row in drafted:  # no vectors yet: word evidence alone
         found[row["id"]] = Candidate(row)
     candidates = list(found.values())

@@ -67,16 +67,25 @@ class SearchResult:
 @dataclass
 class SearchTimings:
     """Where one search's time went, in milliseconds: the parts a slow search is made of, so
-    that a user (or a benchmark) can tell a slow model call from slow lookups or ranking."""
+    that a user (or a benchmark) can tell a slow model call from slow lookups or ranking.
+    They need not add up to the search's time: opening the index at its current version,
+    reading the query, drafts and the lexical rows' cosines are in none of them."""
 
     query_embedding: float = 0.0  # the model's call (about 0 when cached; 0 if lexical)
-    vector: float = 0.0  # nearest chunks by vector, once the query's vector is there
-    # Full-text and definition lookups, from their start to the last one's end: they run on
-    # threads of their own beside the two above, so they add to a search only past those.
+    vector: float = 0.0  # nearest chunks by vector (0 if lexical)
+    # Full-text and definition lookups, from their start to the last one's end, waits for
+    # their threads included: they run beside the two above (0 if vector).
     lexical: float = 0.0
-    ranking: float = 0.0  # scoring candidates, grouping them into files, reading snippets
+    # Scoring candidates (on a process's first search, sampling the workspace's background
+    # for calibration too), grouping them into files, reading their snippets.
+    ranking: float = 0.0
+
+    def to_dict(self) -> dict:
+        """For the command line's JSON (snake case, as the rest of it)."""
+        return {f"{part}_ms": round(ms, 2) for part, ms in asdict(self).items()}
 
     def to_wire(self) -> dict:
+        """For ``rag/search`` (camel case, as the protocol)."""
         return {"queryEmbeddingMs": round(self.query_embedding, 2),
                 "vectorMs": round(self.vector, 2), "lexicalMs": round(self.lexical, 2),
                 "rankingMs": round(self.ranking, 2)}
@@ -96,7 +105,7 @@ class SearchResponse:
             "query": self.query,
             "mode": self.mode,
             "took_ms": round(self.took_ms, 2),
-            "timings": self.timings.to_wire(),
+            "timings": self.timings.to_dict(),
             "results": [r.to_dict() for r in self.results],
             "warnings": self.warnings,
         }

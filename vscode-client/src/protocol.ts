@@ -54,7 +54,7 @@ export interface SearchResponse {
   partial: boolean;
   mode: "vector" | "lexical" | "hybrid";
   warnings: string[];
-  /** Where the search's time went, for the slowest folder (absent when none was searched). */
+  /** Where the search's time went, for the slowest folder (absent when no folder answered). */
   timings?: SearchTimings;
 }
 
