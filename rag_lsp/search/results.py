@@ -69,7 +69,8 @@ class SearchTimings:
     """Where one search's time went, in milliseconds: the parts a slow search is made of, so
     that a user (or a benchmark) can tell a slow model call from slow lookups or ranking.
     They need not add up to the search's time: opening the index at its current version,
-    reading the query, drafts and the lexical rows' cosines are in none of them."""
+    reading the query and its filters, drafted files, the cosines of full-text hits and a
+    first attempt given up when the index was rebuilt under the search are in none of them."""
 
     query_embedding: float = 0.0  # the model's call (about 0 when cached; 0 if lexical)
     vector: float = 0.0  # nearest chunks by vector (0 if lexical)
