@@ -181,7 +181,7 @@ class Session:
         # memory while it indexes the whole workspace (the issue's "while indexing 1,000
         # files", through the server).
         started = time.perf_counter()
-        async with ServerRss(pid) as rss:
+        async with ServerUsage(pid) as rss:
             # (1,000 files take the model ~20 minutes; 4,250 without stand-in vectors, hours)
             await self.wait_for("ready", 0, timeout=4 * 3600)
         self.start_figures = {**rss.figures(),
@@ -274,39 +274,89 @@ def children(pid: int) -> list[int]:
     return found
 
 
-class ServerRss:
-    """Peak RSS of the server process, of its child processes (the embedding worker) and of
-    all of them together, and the server's own part of it (``RssAnon``: at 100k chunks ~140 MB
-    of its RSS are mapped files, 66-84 MB of them LanceDB's library code, more of which a
-    re-index's writes touch), sampled every 0.1 s while ``with``-ed."""
+def cpu_ticks(pid: int) -> int | None:
+    """The CPU time ``pid`` has used so far, its threads' and those that have ended (clock
+    ticks, user and system); ``None`` once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of proc(5))
+
+
+def idle_ticks() -> tuple[int, int]:
+    """The machine's idle and total CPU time so far, all cores (clock ticks: /proc/stat)."""
+    with open("/proc/stat", encoding="ascii") as handle:
+        values = [int(v) for v in handle.readline().split()[1:]]
+    return values[3] + values[4], sum(values[:8])  # idle + iowait; user..steal
+
+
+class ServerUsage:
+    """While ``with``-ed, sampled every 0.1 s: peak RSS of the server process, of its child
+    processes (the embedding worker) and of all of them together, and the server's own part
+    of it (``RssAnon``: at 100k chunks ~140 MB of its RSS are mapped files, 66-84 MB of them
+    LanceDB's library code, more of which a re-index's writes touch). And who used the cores
+    meanwhile: the server, its children (from a child's first sample to its last: what one
+    that starts or ends between samples used then is missed) and nothing (the machine's idle
+    share), in cores on average, so that a phase's latency can be read beside what ran."""
+
+    TICKS_PER_SECOND = os.sysconf("SC_CLK_TCK")
 
     def __init__(self, pid: int):
         self.pid = pid
         self.server = self.children = self.total = self.server_anon = 0
         self._task: asyncio.Task | None = None
+        self._cpu: dict[int, list[int]] = {}  # pid: [first sample, last sample]
+        self._start: tuple[float, tuple[int, int]] | None = None  # time, idle_ticks()
+        self._end: tuple[float, tuple[int, int]] | None = None
 
-    async def __aenter__(self) -> ServerRss:
+    async def __aenter__(self) -> ServerUsage:
+        self._start = (time.monotonic(), idle_ticks())
         self._task = asyncio.create_task(self._loop())
         return self
 
     async def __aexit__(self, *exc) -> None:
         assert self._task is not None
         self._task.cancel()
+        self._sample_cpu(children(self.pid))
+        self._end = (time.monotonic(), idle_ticks())
 
     async def _loop(self) -> None:
         while True:
             own = rss_kb(self.pid)
-            kids = sum(rss_kb(c) for c in children(self.pid))
-            self.server, self.children = max(self.server, own), max(self.children, kids)
+            kids = children(self.pid)
+            kids_kb = sum(rss_kb(c) for c in kids)
+            self.server, self.children = max(self.server, own), max(self.children, kids_kb)
             self.server_anon = max(self.server_anon, rss_kb(self.pid, "RssAnon"))
-            self.total = max(self.total, own + kids)
+            self.total = max(self.total, own + kids_kb)
+            self._sample_cpu(kids)
             await asyncio.sleep(0.1)
 
+    def _sample_cpu(self, kids: list[int]) -> None:
+        for pid in (self.pid, *kids):
+            ticks = cpu_ticks(pid)
+            if ticks is not None:
+                self._cpu.setdefault(pid, [ticks, ticks])[1] = ticks
+
     def figures(self) -> dict:
+        """The peaks, and the cores used from the ``with`` block's start to its end."""
+        assert self._start is not None and self._end is not None, "use it in `async with`"
+        seconds = max(self._end[0] - self._start[0], 1e-9)
+        idle, total = (end - start for end, start in zip(self._end[1], self._start[1],
+                                                          strict=True))
+
+        def cores(ticks: int) -> float:
+            return round(ticks / self.TICKS_PER_SECOND / seconds, 2)
+
+        used = {pid: last - first for pid, (first, last) in self._cpu.items()}
         return {"server_peak_rss_mb": round(self.server / 1024),
                 "children_peak_rss_mb": round(self.children / 1024),
                 "total_peak_rss_mb": round(self.total / 1024),
-                "server_peak_anon_mb": round(self.server_anon / 1024)}
+                "server_peak_anon_mb": round(self.server_anon / 1024),
+                "server_cores": cores(used.get(self.pid, 0)),
+                "children_cores": cores(sum(v for pid, v in used.items() if pid != self.pid)),
+                "idle_cores": round(idle / total * (os.cpu_count() or 1), 2) if total else 0.0}
 
 
 async def search_pairs(s: Session, open_ws, queries: Iterable[str], while_running: bool) -> dict:
@@ -491,7 +541,7 @@ async def run(args: argparse.Namespace) -> dict:
     # Idle means steady state: the in-memory copies (vectors, postings, ranking columns) load
     # in the background once a search asks for them. The server's side first, sampled (an
     # in-process search holds the event loop, and with it the sampling, while it runs).
-    async with ServerRss(server_pid) as rss:
+    async with ServerUsage(server_pid) as rss:
         for q in warm_up:
             await s.search(q)
         await asyncio.sleep(5)
@@ -500,7 +550,7 @@ async def run(args: argparse.Namespace) -> dict:
         ws.search(q)
     await asyncio.sleep(5)
     log(f"{out['chunks']} chunks; idle search, server alone, {len(queries)} other queries")
-    async with ServerRss(server_pid) as rss:
+    async with ServerUsage(server_pid) as rss:
         out["search_alone"] = await search_alone(s, make_queries(args.queries, args.seed + 1))
     out["search_alone"].update(rss.figures())
     log(f"idle search beside in-process searches, {len(queries)} queries")
@@ -510,7 +560,7 @@ async def run(args: argparse.Namespace) -> dict:
     log(f"{len(busy)} files rewritten; search during rag/reindex {{}}")
     mark, started = len(s.statuses), time.perf_counter()
     await s.client.protocol.send_request_async(RAG_REINDEX, {})
-    async with ServerRss(server_pid) as rss:
+    async with ServerUsage(server_pid) as rss:
         await s.wait_for("indexing", mark, timeout=60)
         out["search_reindex"] = await search_pairs(s, open_ws, run_queries(args.seed + 2), True)
         await s.wait_for("ready", mark, timeout=3600)
@@ -526,7 +576,7 @@ async def run(args: argparse.Namespace) -> dict:
         "rag/reindex {}")
     mark, started = len(s.statuses), time.perf_counter()
     await s.client.protocol.send_request_async(RAG_REINDEX, {})
-    async with ServerRss(server_pid) as rss:
+    async with ServerUsage(server_pid) as rss:
         await s.wait_for("indexing", mark, timeout=60)
         out["search_reindex_alone"] = await search_alone(s, run_queries(args.seed + 3),
                                                          while_running=True)
@@ -624,6 +674,10 @@ def print_table(r: dict) -> None:
             print(f"peak RSS during {label}: server {st['server_peak_rss_mb']} MB{own}, its "
                   f"child processes {st['children_peak_rss_mb']} MB, together "
                   f"{st['total_peak_rss_mb']} MB")
+        if "server_cores" in st:
+            print(f"cores used during {label} (of {r['cpu_count']}): server "
+                  f"{st['server_cores']}, its child processes {st['children_cores']}, "
+                  f"none {st['idle_cores']}")
 
 
 def main() -> int:

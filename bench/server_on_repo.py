@@ -46,7 +46,7 @@ from codebench.data import (  # noqa: E402
 )
 from server_latency import (  # noqa: E402
     RESULTS,
-    ServerRss,
+    ServerUsage,
     Session,
     emit,
     log,
@@ -115,7 +115,7 @@ async def run(args: argparse.Namespace, root: Path, mirror: Path | None,
     log("the server indexes the whole tree; a search every 0.3 s meanwhile")
     started = time.perf_counter()
     pid = await s.open()
-    async with ServerRss(pid) as rss:
+    async with ServerUsage(pid) as rss:
         await s.wait_for("indexing", 0, timeout=120)
         out["first_index"] = await search_while_indexing(s, rounds, 0)
     status = await s.client.protocol.send_request_async(RAG_STATUS, None)
@@ -124,7 +124,7 @@ async def run(args: argparse.Namespace, root: Path, mirror: Path | None,
                               files=folder["files"], chunks=folder["chunks"])
     log(f"{folder['files']} files, {folder['chunks']} chunks in "
         f"{out['first_index']['seconds']} s; idle searches, {len(queries)} queries")
-    async with ServerRss(pid) as rss:
+    async with ServerUsage(pid) as rss:
         out["idle"] = await search_idle(s, queries)
     out["idle"].update(rss.figures())
     if args.switch_to:
@@ -134,7 +134,7 @@ async def run(args: argparse.Namespace, root: Path, mirror: Path | None,
             f"{switched['removed']} removed); a search every 0.3 s during rag/reindex {{}}")
         mark, started = len(s.statuses), time.perf_counter()
         await s.client.protocol.send_request_async(RAG_REINDEX, {})
-        async with ServerRss(pid) as rss:
+        async with ServerUsage(pid) as rss:
             await s.wait_for("indexing", mark, timeout=60)
             out["switch"] = await search_while_indexing(s, rounds, mark)
         out["switch"].update(rss.figures(), **switched, to=args.switch_to,

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -23,3 +24,34 @@ def test_each_part_gets_its_own_statistics():
 
 def test_a_server_without_timings_gives_no_parts():
     assert parts_stats([]) == {}
+
+
+def test_usage_tells_the_server_from_its_children(tmp_path):
+    """A parent that sleeps and a child that computes: the cores go to the child."""
+    import asyncio
+    import subprocess
+
+    from server_latency import ServerUsage
+
+    script = ("import subprocess, sys, time\n"
+              "child = subprocess.Popen([sys.executable, '-c', "
+              "'import time\\nend = time.time() + 3\\nwhile time.time() < end: pass'])\n"
+              "print('started', flush=True)\n"
+              "child.wait()\n")
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert parent.stdout.readline().strip() == "started"
+
+        async def watch() -> dict:
+            async with ServerUsage(parent.pid) as usage:
+                await asyncio.sleep(1.5)
+            return usage.figures()
+
+        figures = asyncio.run(watch())
+    finally:
+        parent.kill()
+        parent.wait()
+    assert figures["children_cores"] > 0.3, figures  # a busy loop: a core, if the machine lets it
+    assert figures["server_cores"] < 0.2, figures
+    assert 0 <= figures["idle_cores"] <= (os.cpu_count() or 1), figures
+    assert figures["children_peak_rss_mb"] > 0 and figures["server_peak_rss_mb"] > 0
