@@ -285,34 +285,36 @@ def cpu_ticks(pid: int) -> int | None:
     return int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of proc(5))
 
 
-def idle_ticks() -> tuple[int, int]:
-    """The machine's idle and total CPU time so far, all cores (clock ticks: /proc/stat)."""
+def idle_ticks() -> int:
+    """The time the machine's cores have been idle so far, summed over them (clock ticks:
+    /proc/stat's idle and iowait)."""
     with open("/proc/stat", encoding="ascii") as handle:
         values = [int(v) for v in handle.readline().split()[1:]]
-    return values[3] + values[4], sum(values[:8])  # idle + iowait; user..steal
+    return values[3] + values[4]
 
 
 class ServerUsage:
     """While ``with``-ed, sampled every 0.1 s: peak RSS of the server process, of its child
-    processes (the embedding worker) and of all of them together, and the server's own part
-    of it (``RssAnon``: at 100k chunks ~140 MB of its RSS are mapped files, 66-84 MB of them
-    LanceDB's library code, more of which a re-index's writes touch). And who used the cores
-    meanwhile: the server, its children (from a child's first sample to its last: what one
-    that starts or ends between samples used then is missed) and nothing (the machine's idle
-    share), in cores on average, so that a phase's latency can be read beside what ran."""
-
-    TICKS_PER_SECOND = os.sysconf("SC_CLK_TCK")
+    processes (the embedding child; from 10k chunks up to 50k the compaction's, past 50k the
+    ANN training's) and of all of them together, and the server's own part of it (``RssAnon``:
+    at 100k chunks ~140 MB of its RSS are mapped files, 66-84 MB of them LanceDB's library
+    code, more of which a re-index's writes touch). And who used the cores meanwhile, in
+    cores on average, so that a phase's latency can be read beside what ran: the server, its
+    children (each from its first sample to its last: what one that starts or ends between
+    samples used then is missed) and no one (idle). Anything else, the benchmark's own work
+    included, is in none of the three, so they need not add up to the cores there are."""
 
     def __init__(self, pid: int):
         self.pid = pid
         self.server = self.children = self.total = self.server_anon = 0
         self._task: asyncio.Task | None = None
         self._cpu: dict[int, list[int]] = {}  # pid: [first sample, last sample]
-        self._start: tuple[float, tuple[int, int]] | None = None  # time, idle_ticks()
-        self._end: tuple[float, tuple[int, int]] | None = None
+        self._start: tuple[float, int] | None = None  # time, idle_ticks()
+        self._end: tuple[float, int] | None = None
 
     async def __aenter__(self) -> ServerUsage:
         self._start = (time.monotonic(), idle_ticks())
+        self._sample_cpu(children(self.pid))  # the first sample of the loop may come late
         self._task = asyncio.create_task(self._loop())
         return self
 
@@ -343,11 +345,10 @@ class ServerUsage:
         """The peaks, and the cores used from the ``with`` block's start to its end."""
         assert self._start is not None and self._end is not None, "use it in `async with`"
         seconds = max(self._end[0] - self._start[0], 1e-9)
-        idle, total = (end - start for end, start in zip(self._end[1], self._start[1],
-                                                          strict=True))
+        ticks_per_second = os.sysconf("SC_CLK_TCK")
 
         def cores(ticks: int) -> float:
-            return round(ticks / self.TICKS_PER_SECOND / seconds, 2)
+            return round(ticks / ticks_per_second / seconds, 2)
 
         used = {pid: last - first for pid, (first, last) in self._cpu.items()}
         return {"server_peak_rss_mb": round(self.server / 1024),
@@ -356,7 +357,7 @@ class ServerUsage:
                 "server_peak_anon_mb": round(self.server_anon / 1024),
                 "server_cores": cores(used.get(self.pid, 0)),
                 "children_cores": cores(sum(v for pid, v in used.items() if pid != self.pid)),
-                "idle_cores": round(idle / total * (os.cpu_count() or 1), 2) if total else 0.0}
+                "idle_cores": cores(self._end[1] - self._start[1])}
 
 
 async def search_pairs(s: Session, open_ws, queries: Iterable[str], while_running: bool) -> dict:
