@@ -181,10 +181,10 @@ class Session:
         # memory while it indexes the whole workspace (the issue's "while indexing 1,000
         # files", through the server).
         started = time.perf_counter()
-        async with ServerUsage(pid) as rss:
+        async with ServerUsage(pid) as usage:
             # (1,000 files take the model ~20 minutes; 4,250 without stand-in vectors, hours)
             await self.wait_for("ready", 0, timeout=4 * 3600)
-        self.start_figures = {**rss.figures(),
+        self.start_figures = {**usage.figures(),
                               "seconds_to_ready": round(time.perf_counter() - started, 1)}
         return await self.client.protocol.send_request_async(RAG_STATUS, None)
 
@@ -542,18 +542,18 @@ async def run(args: argparse.Namespace) -> dict:
     # Idle means steady state: the in-memory copies (vectors, postings, ranking columns) load
     # in the background once a search asks for them. The server's side first, sampled (an
     # in-process search holds the event loop, and with it the sampling, while it runs).
-    async with ServerUsage(server_pid) as rss:
+    async with ServerUsage(server_pid) as usage:
         for q in warm_up:
             await s.search(q)
         await asyncio.sleep(5)
-    out["first_searches"] = rss.figures()
+    out["first_searches"] = usage.figures()
     for q in warm_up:
         ws.search(q)
     await asyncio.sleep(5)
     log(f"{out['chunks']} chunks; idle search, server alone, {len(queries)} other queries")
-    async with ServerUsage(server_pid) as rss:
+    async with ServerUsage(server_pid) as usage:
         out["search_alone"] = await search_alone(s, make_queries(args.queries, args.seed + 1))
-    out["search_alone"].update(rss.figures())
+    out["search_alone"].update(usage.figures())
     log(f"idle search beside in-process searches, {len(queries)} queries")
     out["search_idle"] = await search_pairs(s, lambda: ws, queries, False)
     busy = rng.sample(paths, k=int(len(paths) * args.rewrite))
@@ -561,11 +561,11 @@ async def run(args: argparse.Namespace) -> dict:
     log(f"{len(busy)} files rewritten; search during rag/reindex {{}}")
     mark, started = len(s.statuses), time.perf_counter()
     await s.client.protocol.send_request_async(RAG_REINDEX, {})
-    async with ServerUsage(server_pid) as rss:
+    async with ServerUsage(server_pid) as usage:
         await s.wait_for("indexing", mark, timeout=60)
         out["search_reindex"] = await search_pairs(s, open_ws, run_queries(args.seed + 2), True)
         await s.wait_for("ready", mark, timeout=3600)
-    out["search_reindex"].update(rss.figures())
+    out["search_reindex"].update(usage.figures())
     out["search_reindex"]["run_seconds"] = round(time.perf_counter() - started, 1)
     out["search_reindex"]["run"] = s.statuses[-1]["message"]
     # The pairs' in-process side opens a fresh store for each query, whose in-memory copy
@@ -577,12 +577,12 @@ async def run(args: argparse.Namespace) -> dict:
         "rag/reindex {}")
     mark, started = len(s.statuses), time.perf_counter()
     await s.client.protocol.send_request_async(RAG_REINDEX, {})
-    async with ServerUsage(server_pid) as rss:
+    async with ServerUsage(server_pid) as usage:
         await s.wait_for("indexing", mark, timeout=60)
         out["search_reindex_alone"] = await search_alone(s, run_queries(args.seed + 3),
                                                          while_running=True)
         await s.wait_for("ready", mark, timeout=3600)
-    out["search_reindex_alone"].update(rss.figures())
+    out["search_reindex_alone"].update(usage.figures())
     out["search_reindex_alone"]["run_seconds"] = round(time.perf_counter() - started, 1)
     log(f"freshness, client events, {args.edits} edits")
     out["fresh_client"] = await server_freshness(s, python[:args.edits], salt + "c", True)

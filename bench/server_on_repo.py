@@ -115,18 +115,18 @@ async def run(args: argparse.Namespace, root: Path, mirror: Path | None,
     log("the server indexes the whole tree; a search every 0.3 s meanwhile")
     started = time.perf_counter()
     pid = await s.open()
-    async with ServerUsage(pid) as rss:
+    async with ServerUsage(pid) as usage:
         await s.wait_for("indexing", 0, timeout=120)
         out["first_index"] = await search_while_indexing(s, rounds, 0)
     status = await s.client.protocol.send_request_async(RAG_STATUS, None)
     folder = status["folders"][0]
-    out["first_index"].update(rss.figures(), seconds=round(time.perf_counter() - started, 1),
+    out["first_index"].update(usage.figures(), seconds=round(time.perf_counter() - started, 1),
                               files=folder["files"], chunks=folder["chunks"])
     log(f"{folder['files']} files, {folder['chunks']} chunks in "
         f"{out['first_index']['seconds']} s; idle searches, {len(queries)} queries")
-    async with ServerUsage(pid) as rss:
+    async with ServerUsage(pid) as usage:
         out["idle"] = await search_idle(s, queries)
-    out["idle"].update(rss.figures())
+    out["idle"].update(usage.figures())
     if args.switch_to:
         assert mirror is not None
         switched = sync_tree(mirror, args.switch_to, args.paths, root)
@@ -134,10 +134,10 @@ async def run(args: argparse.Namespace, root: Path, mirror: Path | None,
             f"{switched['removed']} removed); a search every 0.3 s during rag/reindex {{}}")
         mark, started = len(s.statuses), time.perf_counter()
         await s.client.protocol.send_request_async(RAG_REINDEX, {})
-        async with ServerUsage(pid) as rss:
+        async with ServerUsage(pid) as usage:
             await s.wait_for("indexing", mark, timeout=60)
             out["switch"] = await search_while_indexing(s, rounds, mark)
-        out["switch"].update(rss.figures(), **switched, to=args.switch_to,
+        out["switch"].update(usage.figures(), **switched, to=args.switch_to,
                              seconds=round(time.perf_counter() - started, 1),
                              run=s.statuses[-1]["message"])
     await s.client.shutdown_session()
