@@ -9,7 +9,9 @@ revision (``--repo``, from its git mirror, under ``--paths``), or any folder (``
 1. The server starts on a fresh index of the tree and indexes all of it; meanwhile a search
    every 0.3 s (what someone who opens a repository and searches at once sees: answers from
    what is indexed so far, marked partial).
-2. Idle: every query once, back to back, once the server has been quiet for 5 s.
+2. Idle: every query once, back to back, once the server has been quiet for 5 s; then
+   (since 2026-12-06) as many again 0.3 s apart, as the searches during a run are: on this
+   machine a search after a pause is slower than one back to back, indexing or not.
 3. With ``--switch-to REV`` (``--repo`` only): the tree becomes ``REV``'s, as a ``git
    checkout`` would leave it (files written, removed), ``rag/reindex {}``, and a search every
    0.3 s until the run is over.
@@ -46,6 +48,7 @@ from codebench.data import (  # noqa: E402
 )
 from server_latency import (  # noqa: E402
     RESULTS,
+    SPACING_SECONDS,
     ServerUsage,
     Session,
     emit,
@@ -55,8 +58,6 @@ from server_latency import (  # noqa: E402
 )
 
 from rag_lsp.server.methods import RAG_REINDEX, RAG_STATUS  # noqa: E402
-
-SPACING_SECONDS = 0.3  # between searches while the server indexes, as server_latency.py
 
 
 def benchmark_queries(data: Path, first: str | None) -> list[str]:
@@ -127,6 +128,11 @@ async def run(args: argparse.Namespace, root: Path, mirror: Path | None,
     async with ServerUsage(pid) as usage:
         out["idle"] = await search_idle(s, queries)
     out["idle"].update(usage.figures())
+    log(f"idle searches {SPACING_SECONDS} s apart, {len(queries)} queries")
+    async with ServerUsage(pid) as usage:
+        out["idle_spaced"] = await search_alone(s, [rounds.next() for _ in queries],
+                                                spaced=True)
+    out["idle_spaced"].update(usage.figures())
     if args.switch_to:
         assert mirror is not None
         switched = sync_tree(mirror, args.switch_to, args.paths, root)
@@ -149,10 +155,13 @@ def print_table(r: dict) -> None:
           f"chunks, indexed in {r['first_index']['seconds']} s")
     print(f"{'rag/search round trip (tookMs)':<40} {'n':>4} {'p50 ms':>13} {'p95 ms':>13} "
           f"{'p99 ms':>13} {'server RSS peak':>16}")
-    phases = [("during the first index", "first_index"), ("idle, back to back", "idle")]
+    phases = [("during the first index", "first_index"), ("idle, back to back", "idle"),
+              (f"idle, {SPACING_SECONDS} s apart", "idle_spaced")]
     if "switch" in r:
         phases.append((f"during the switch to {r['switch']['to']}", "switch"))
     for label, key in phases:
+        if key not in r:  # (no spaced idle phase before 2026-12-06)
+            continue
         lsp, took = r[key]["lsp"], r[key]["server_took"]
         cells = "".join(f" {lsp.get(q, 0):>6.1f} ({took.get(q, 0):>4.1f})"
                         for q in ("p50_ms", "p95_ms", "p99_ms"))

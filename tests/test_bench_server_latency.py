@@ -1,9 +1,11 @@
 """bench/server_latency.py reports each search phase part by part, from the server's own
-``timings``, and nothing for a server too old to give them; and who used the cores."""
+``timings``, and nothing for a server too old to give them; spaces out the searches it
+compares with those during a run; and says who used the cores."""
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import signal
 import subprocess
@@ -14,7 +16,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
-from server_latency import PARTS, parts_stats  # noqa: E402
+from server_latency import PARTS, SPACING_SECONDS, parts_stats, search_alone  # noqa: E402
 
 
 def test_each_part_gets_its_own_statistics():
@@ -29,6 +31,30 @@ def test_each_part_gets_its_own_statistics():
 
 def test_a_server_without_timings_gives_no_parts():
     assert parts_stats([]) == {}
+
+
+class _Server:
+    """Answers every search at once and notes when each came."""
+
+    def __init__(self) -> None:
+        self.asked: list[float] = []
+        self.statuses = [{"state": "ready"}]
+
+    async def search(self, query: str) -> dict:
+        self.asked.append(asyncio.get_running_loop().time())
+        return {"tookMs": 1.0}
+
+
+@pytest.mark.parametrize("spaced", [False, True])
+def test_idle_searches_are_spaced_only_when_asked(spaced):
+    server = _Server()
+    figures = asyncio.run(search_alone(server, ["a", "b", "c"], spaced=spaced))
+    assert figures["lsp"]["n"] == 3
+    gaps = [later - earlier for earlier, later in itertools.pairwise(server.asked)]
+    if spaced:
+        assert min(gaps) >= SPACING_SECONDS * 0.95
+    else:
+        assert max(gaps) < SPACING_SECONDS / 3
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
