@@ -10,8 +10,9 @@ revision (``--repo``, from its git mirror, under ``--paths``), or any folder (``
    every 0.3 s (what someone who opens a repository and searches at once sees: answers from
    what is indexed so far, marked partial).
 2. Idle: every query once, back to back, once the server has been quiet for 5 s; then
-   (since 2026-12-06) as many again 0.3 s apart, as the searches during a run are: on this
-   machine a search after a pause is slower than one back to back, indexing or not.
+   (since 2026-12-06) every query again with a question mark (new to the server's cache of
+   query vectors, no new search word), 0.3 s apart as the searches during a run are: on
+   this machine a search after a pause is slower than one back to back, indexing or not.
 3. With ``--switch-to REV`` (``--repo`` only): the tree becomes ``REV``'s, as a ``git
    checkout`` would leave it (files written, removed), ``rag/reindex {}``, and a search every
    0.3 s until the run is over.
@@ -22,7 +23,7 @@ checkout's code, the real model and LanceDB, with the shared embedding cache off
 the model's work is measured.
 
     .venv/bin/python bench/server_on_repo.py --repo vitest --paths packages docs \\
-        --switch-to v4.1.0                                     # ~1,000 files, ~12 min
+        --switch-to v4.1.0                                     # ~1,000 files, ~13 min
     .venv/bin/python bench/server_on_repo.py --root ~/src/project --queries questions.txt
 """
 
@@ -73,7 +74,8 @@ class Rounds:
     """The queries for searches while the server indexes, in rounds: each round's are
     ``query N`` with a new N, so that no search asks what one before it asked. The server
     keeps the vectors of the queries it has seen (512), and a repeated query would skip
-    the model; the idle searches then ask each query as it is, for the first time."""
+    the model; the idle searches then ask each query as it is, for the first time (and,
+    spaced out, with a question mark)."""
 
     def __init__(self, queries: list[str]):
         self.queries, self.asked = queries, 0
@@ -113,7 +115,7 @@ async def run(args: argparse.Namespace, root: Path, mirror: Path | None,
     out: dict = {"root": str(root)}
     rounds = Rounds(queries)
     s = Session(root, index, "visual-studio-code")
-    log("the server indexes the whole tree; a search every 0.3 s meanwhile")
+    log(f"the server indexes the whole tree; a search every {SPACING_SECONDS} s meanwhile")
     started = time.perf_counter()
     pid = await s.open()
     async with ServerUsage(pid) as usage:
@@ -130,14 +132,14 @@ async def run(args: argparse.Namespace, root: Path, mirror: Path | None,
     out["idle"].update(usage.figures())
     log(f"idle searches {SPACING_SECONDS} s apart, {len(queries)} queries")
     async with ServerUsage(pid) as usage:
-        out["idle_spaced"] = await search_alone(s, [rounds.next() for _ in queries],
-                                                spaced=True)
+        out["idle_spaced"] = await search_alone(s, [f"{q}?" for q in queries], spaced=True)
     out["idle_spaced"].update(usage.figures())
     if args.switch_to:
         assert mirror is not None
         switched = sync_tree(mirror, args.switch_to, args.paths, root)
         log(f"switched to {args.switch_to} ({switched['written']} files written, "
-            f"{switched['removed']} removed); a search every 0.3 s during rag/reindex {{}}")
+            f"{switched['removed']} removed); a search every {SPACING_SECONDS} s during "
+            "rag/reindex {}")
         mark, started = len(s.statuses), time.perf_counter()
         await s.client.protocol.send_request_async(RAG_REINDEX, {})
         async with ServerUsage(pid) as usage:

@@ -5,7 +5,6 @@ compares with those during a run; and says who used the cores."""
 from __future__ import annotations
 
 import asyncio
-import itertools
 import os
 import signal
 import subprocess
@@ -16,6 +15,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
+import server_latency  # noqa: E402
 from server_latency import PARTS, SPACING_SECONDS, parts_stats, search_alone  # noqa: E402
 
 
@@ -34,27 +34,52 @@ def test_a_server_without_timings_gives_no_parts():
 
 
 class _Server:
-    """Answers every search at once and notes when each came."""
+    """Answers every search at once; its folder is in ``state``."""
 
-    def __init__(self) -> None:
-        self.asked: list[float] = []
-        self.statuses = [{"state": "ready"}]
+    def __init__(self, state: str = "ready") -> None:
+        self.asked: list[str] = []
+        self.statuses = [{"state": state}]
 
     async def search(self, query: str) -> dict:
-        self.asked.append(asyncio.get_running_loop().time())
+        self.asked.append(query)
         return {"tookMs": 1.0}
 
 
+@pytest.fixture
+def pauses(monkeypatch) -> list[float]:
+    """The pauses the bench takes, taken at once (no timing in the test)."""
+    taken: list[float] = []
+
+    async def pause(seconds: float) -> None:
+        taken.append(seconds)
+
+    monkeypatch.setattr(server_latency.asyncio, "sleep", pause)
+    return taken
+
+
 @pytest.mark.parametrize("spaced", [False, True])
-def test_idle_searches_are_spaced_only_when_asked(spaced):
+def test_idle_searches_are_spaced_only_when_asked(spaced, pauses):
     server = _Server()
     figures = asyncio.run(search_alone(server, ["a", "b", "c"], spaced=spaced))
-    assert figures["lsp"]["n"] == 3
-    gaps = [later - earlier for earlier, later in itertools.pairwise(server.asked)]
-    if spaced:
-        assert min(gaps) >= SPACING_SECONDS * 0.95
-    else:
-        assert max(gaps) < SPACING_SECONDS / 3
+    assert server.asked == ["a", "b", "c"] and figures["lsp"]["n"] == 3
+    assert pauses == ([SPACING_SECONDS] * 2 if spaced else [])
+
+
+def test_searches_during_a_run_stop_when_it_ends(pauses):
+    server = _Server("indexing")
+
+    async def run_ends_after_two() -> dict:
+        async def search(query: str) -> dict:
+            if len(server.asked) == 1:
+                server.statuses.append({"state": "ready"})  # ends during the second search
+            return await _Server.search(server, query)
+
+        server.search = search
+        return await search_alone(server, ["a", "b", "c", "d"], while_running=True)
+
+    figures = asyncio.run(run_ends_after_two())
+    assert server.asked == ["a", "b"] and figures["lsp"]["n"] == 2
+    assert pauses == [SPACING_SECONDS] * 2  # the last pause comes before the check
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
