@@ -128,9 +128,9 @@ def query_stream(seed: int) -> Iterator[str]:
 
 
 # Searches during a run, and the idle ones they are compared with, come this far apart (a
-# person searching, not a script): on this machine memory left alone for a while is slower
-# to touch again, so a spaced search is slower than one back to back, indexing or not
-# (bench/README: "Searches spaced apart are slower on this machine").
+# person searching, not a script): on this machine a search after a pause is slower than one
+# back to back, indexing or not (bench/README: "Searches spaced apart are slower on this
+# machine").
 SPACING_SECONDS = 0.3
 # The phases during a run search until it ends (an hour of spaced searches at most).
 MAX_RUN_QUERIES = round(3600 / SPACING_SECONDS)
@@ -515,8 +515,9 @@ async def run(args: argparse.Namespace) -> dict:
     # Each phase asks queries of its own: the server keeps the vectors of the queries it has
     # seen (512), and a query asked again skips the model (until the fifty-sixth session the
     # re-index phases asked the idle pairs' queries again, and measured searches without
-    # the query's embedding). Its own streams, that is: the templates are short, so a few
-    # queries recur across phases (one in ~700 searches of a re-index, by the seeds given).
+    # the query's embedding). Its own streams, that is: the templates are short, so a query
+    # may recur across phases (with the default seed, one of the first re-index's ~700
+    # searches asks a query the spaced idle phase asked).
     queries = make_queries(args.queries, args.seed)
     warm_up = make_queries(5, args.seed + 4)
     # which checkout's code runs (PYTHONPATH may point at another one to compare)

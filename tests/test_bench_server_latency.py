@@ -34,20 +34,25 @@ def test_a_server_without_timings_gives_no_parts():
 
 
 class _Server:
-    """Answers every search at once; its folder is in ``state``."""
+    """Answers every search at once. Its folder is ``state``; with ``ready_after`` it is
+    ready from that search on (a run that ends)."""
 
-    def __init__(self, state: str = "ready") -> None:
+    def __init__(self, state: str = "ready", ready_after: int | None = None) -> None:
         self.asked: list[str] = []
         self.statuses = [{"state": state}]
+        self.ready_after = ready_after
 
     async def search(self, query: str) -> dict:
         self.asked.append(query)
+        if len(self.asked) == self.ready_after:
+            self.statuses.append({"state": "ready"})
         return {"tookMs": 1.0}
 
 
 @pytest.fixture
 def pauses(monkeypatch) -> list[float]:
-    """The pauses the bench takes, taken at once (no timing in the test)."""
+    """The pauses the bench takes, taken at once (no timing in the test). The bench's
+    ``asyncio`` is the module itself: patched for the test only."""
     taken: list[float] = []
 
     async def pause(seconds: float) -> None:
@@ -66,18 +71,8 @@ def test_idle_searches_are_spaced_only_when_asked(spaced, pauses):
 
 
 def test_searches_during_a_run_stop_when_it_ends(pauses):
-    server = _Server("indexing")
-
-    async def run_ends_after_two() -> dict:
-        async def search(query: str) -> dict:
-            if len(server.asked) == 1:
-                server.statuses.append({"state": "ready"})  # ends during the second search
-            return await _Server.search(server, query)
-
-        server.search = search
-        return await search_alone(server, ["a", "b", "c", "d"], while_running=True)
-
-    figures = asyncio.run(run_ends_after_two())
+    server = _Server("indexing", ready_after=2)  # the run ends during the second search
+    figures = asyncio.run(search_alone(server, ["a", "b", "c", "d"], while_running=True))
     assert server.asked == ["a", "b"] and figures["lsp"]["n"] == 2
     assert pauses == [SPACING_SECONDS] * 2  # the last pause comes before the check
 
