@@ -14,7 +14,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 # Their measured child sets itself up first thing: importing the script must load nothing heavy.
-CHILD_BENCHES = ("edit_memory", "engine_latency", "first_index_compactions",
+CHILD_BENCHES = ("edit_memory", "engine_latency", "first_index_compactions", "fold_memory",
                  "retraining_searches", "search_while_indexing", "server_memory")
 # These set up the process they run in as they are imported.
 SET_UP_ON_IMPORT = ("reindex_memory", "replace_cost", "patch_cost", "hidden_refetch")

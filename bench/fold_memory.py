@@ -1,0 +1,203 @@
+"""What one fold of a batch into LanceDB's indexes holds: the memory of ``table.optimize()``
+on the chunks table after a batch of new rows, with every index of the table, and without
+each index in turn.
+
+Past 50k chunks an index run that searches are reading folds every batch into the indexes
+(``ChunkStore.optimize``; ``rag_lsp.indexing.indexer.FOLD_AFTER_SEARCH_SECONDS``), in the
+language server's own process, and at 100k chunks that step sets the server's peak while it
+re-indexes (bench/README.md, "What a fold of a batch holds at 100k chunks"). This bench
+measures LanceDB's step alone, without the store around it: for each variant a fresh copy of
+the index and a fresh process set up as the ``rag-lsp`` command sets itself up
+(``rag_lsp.memory.set_up_process``), which drops the variant's indexes, then ``--rounds``
+times appends ``--rows`` rows (copies of stored rows under new ids, as a batch of new chunks
+lands) and runs ``optimize``, RSS sampled every 2 ms. Freed memory is handed back before each
+round, so a round's figure is what the fold itself holds above where it started. The first
+round also pages LanceDB's code for writes in (file-backed memory, in ``VmRSS`` only); later
+rounds show the fold alone.
+
+    .venv/bin/python bench/fold_memory.py --workdir /tmp/bench/lat100k
+    .venv/bin/python bench/fold_memory.py --index-dir DIR --rounds 5 --json
+
+``--workdir`` is a ``server_latency.py`` workdir (the stand-in 100k-chunk one: ``--files 4250
+--stand-in-vectors``); ``--index-dir`` any folder that holds a ``chunks.lance`` table. Both
+are copied, never changed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from datetime import timedelta
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+CHUNKS = "chunks"
+SAMPLE_SECONDS = 0.002
+ALL_FULL_TEXT = "the full-text indexes"
+
+
+def status_mb() -> dict[str, int]:
+    """This process's ``VmRSS``, ``RssAnon`` and ``RssFile``, MB."""
+    found = {}
+    with open("/proc/self/status", encoding="ascii") as handle:
+        for line in handle:
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "RssAnon", "RssFile"):
+                found[key] = int(value.split()[0]) // 1024
+    return found
+
+
+def peak_during(call) -> tuple[dict[str, int], dict[str, int], float]:  # noqa: ANN001
+    """(memory before, peak of each figure while ``call()`` ran, seconds)."""
+    before = status_mb()
+    peak, done = dict(before), threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            for key, value in status_mb().items():
+                peak[key] = max(peak[key], value)
+            done.wait(SAMPLE_SECONDS)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    started = time.perf_counter()
+    try:
+        call()
+    finally:
+        seconds = time.perf_counter() - started
+        done.set()
+        sampler.join()
+    for key, value in status_mb().items():
+        peak[key] = max(peak[key], value)
+    return before, peak, seconds
+
+
+def child(index_dir: Path, drop: list[str], rows: int, rounds: int) -> dict:
+    """One variant, in this (fresh) process: drop ``drop``, then fold ``rounds`` batches."""
+    sys.path.insert(0, str(HERE.parent))
+    from rag_lsp import memory
+
+    memory.set_up_process()  # before LanceDB and pyarrow load, as `rag-lsp` does
+    import lancedb
+    import pyarrow as pa
+
+    table = lancedb.connect(index_dir).open_table(CHUNKS)
+    for name in drop:
+        table.drop_index(name)
+    stored = table.search().limit(rows * rounds).to_arrow()
+    if stored.num_rows < rows * rounds:
+        raise SystemExit(f"the table holds {stored.num_rows} rows: fewer than --rows x "
+                         f"--rounds ({rows * rounds})")
+    id_column = stored.schema.get_field_index("id")
+    out = {"indexes": sorted(i.name for i in table.list_indices()),
+           "rows": table.count_rows(), "rounds": []}
+    for n in range(rounds):
+        batch = stored.slice(n * rows, rows)
+        batch = batch.set_column(id_column, "id",
+                                 pa.array([f"fold-probe-{n}-{i}" for i in range(rows)]))
+        table.add(batch)
+        memory.return_freed_memory()
+        before, peak, seconds = peak_during(
+            lambda: table.optimize(cleanup_older_than=timedelta(minutes=1)))
+        memory.return_freed_memory()
+        out["rounds"].append({"seconds": round(seconds, 2), "before_mb": before,
+                              "peak_mb": peak, "after_mb": status_mb()})
+    return out
+
+
+def variants(index_dir: Path) -> dict[str, list[str]]:
+    """Variant name -> indexes it drops: none, each index alone, and every full-text one."""
+    import lancedb  # only in the parent, which measures nothing itself
+
+    indices = lancedb.connect(index_dir).open_table(CHUNKS).list_indices()
+    names = {"every index": []}
+    names.update({f"without {i.name}": [i.name] for i in indices})
+    full_text = [i.name for i in indices if i.index_type == "FTS"]
+    if len(full_text) > 1:
+        names[f"without {ALL_FULL_TEXT}"] = full_text
+    return names
+
+
+def index_dir_of(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Path:
+    if args.index_dir is not None:
+        found = args.index_dir
+    else:
+        tables = sorted(args.workdir.glob(f"index/*/{CHUNKS}.lance"))
+        if len(tables) != 1:
+            parser.error(f"{args.workdir} should hold one index (index/*/{CHUNKS}.lance), "
+                         f"found {len(tables)}: make one with bench/server_latency.py "
+                         "--workdir DIR, or name it with --index-dir")
+        found = tables[0].parent
+    if not (found / f"{CHUNKS}.lance").is_dir():
+        parser.error(f"{found} holds no {CHUNKS}.lance table")
+    return found
+
+
+def run(index_dir: Path, rows: int, rounds: int) -> dict:
+    result: dict = {"index_dir": str(index_dir), "rows_a_batch": rows, "variants": {}}
+    for name, drop in variants(index_dir).items():
+        with tempfile.TemporaryDirectory(prefix="fold-memory-") as tmp:
+            copy = Path(tmp) / "index"
+            shutil.copytree(index_dir, copy, symlinks=True)
+            print(f"[{time.strftime('%H:%M:%S')}] {name}", file=sys.stderr, flush=True)
+            done = subprocess.run(
+                [sys.executable, __file__, "--child", str(copy), "--rows", str(rows),
+                 "--rounds", str(rounds), *(["--drop", *drop] if drop else [])],
+                capture_output=True, text=True, check=False)
+            if done.returncode != 0:
+                raise SystemExit(f"{name}: the child failed:\n{done.stderr[-2000:]}")
+            result["variants"][name] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def print_table(result: dict) -> None:
+    print(f"{result['index_dir']}: optimize after {result['rows_a_batch']} new rows, "
+          "MB above the start of each round (RssAnon / VmRSS), seconds")
+    print(f"{'variant':<36}{'rows':>8}  rounds")
+    for name, variant in result["variants"].items():
+        rounds = "  ".join(
+            f"+{r['peak_mb']['RssAnon'] - r['before_mb']['RssAnon']}"
+            f"/+{r['peak_mb']['VmRSS'] - r['before_mb']['VmRSS']} {r['seconds']:.2f}s"
+            for r in variant["rounds"])
+        print(f"{name:<36}{variant['rows']:>8}  {rounds}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--workdir", type=Path,
+                       help="a server_latency.py workdir (its one index is copied)")
+    where.add_argument("--index-dir", type=Path,
+                       help="a folder holding a chunks.lance table (copied)")
+    where.add_argument("--child", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--rows", type=int, default=512,
+                        help="new rows a round appends before it folds (512: an index "
+                             "run's batch)")
+    parser.add_argument("--rounds", type=int, default=3, help="folds a variant (3)")
+    parser.add_argument("--drop", nargs="*", default=[], help=argparse.SUPPRESS)
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead")
+    args = parser.parse_args()
+    if args.rows < 1 or args.rounds < 1:
+        parser.error("--rows and --rounds must be at least 1")
+    if args.child is not None:
+        print(json.dumps(child(args.child, args.drop, args.rows, args.rounds)))
+        return 0
+    result = run(index_dir_of(args, parser), args.rows, args.rounds)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "fold_memory.json").write_text(json.dumps(result, indent=2) + "\n")
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print_table(result)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
