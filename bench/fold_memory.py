@@ -11,16 +11,18 @@ the index and a fresh process set up as the ``rag-lsp`` command sets itself up
 (``rag_lsp.memory.set_up_process``), which drops the variant's indexes, then ``--rounds``
 times appends ``--rows`` rows (copies of stored rows under new ids, as a batch of new chunks
 lands) and runs ``optimize``, RSS sampled every 2 ms. Freed memory is handed back before each
-round, so a round's figure is what the fold itself holds above where it started. The first
-round also pages LanceDB's code for writes in (file-backed memory, in ``VmRSS`` only); later
-rounds show the fold alone.
+round, so a round's ``RssAnon`` figure is what the fold itself holds above where it started.
+The first round's ``VmRSS`` also counts LanceDB's code for compactions and index updates,
+paged in by the first fold (file-backed memory); later rounds show the fold alone. Each round
+also records the table's fragments and rows after its append and after its fold: a fold that
+rewrote rows leaves fewer fragments.
 
     .venv/bin/python bench/fold_memory.py --workdir /tmp/bench/lat100k
     .venv/bin/python bench/fold_memory.py --index-dir DIR --rounds 5 --json
 
 ``--workdir`` is a ``server_latency.py`` workdir (the stand-in 100k-chunk one: ``--files 4250
---stand-in-vectors``); ``--index-dir`` any folder that holds a ``chunks.lance`` table. Both
-are copied, never changed.
+--stand-in-vectors``); ``--index-dir`` any folder that holds a ``chunks.lance`` table with an
+``id`` column. Both are copied, never changed.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import sys
 import tempfile
 import threading
 import time
-from datetime import timedelta
+from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -43,25 +45,26 @@ SAMPLE_SECONDS = 0.002
 ALL_FULL_TEXT = "the full-text indexes"
 
 
-def status_mb() -> dict[str, int]:
-    """This process's ``VmRSS``, ``RssAnon`` and ``RssFile``, MB."""
+def status_kb() -> dict[str, int]:
+    """This process's ``VmRSS``, ``RssAnon`` and ``RssFile``, kB (rounded to MB only when
+    printed: the ANN index's part of a fold is a few MB)."""
     found = {}
     with open("/proc/self/status", encoding="ascii") as handle:
         for line in handle:
             key, _, value = line.partition(":")
             if key in ("VmRSS", "RssAnon", "RssFile"):
-                found[key] = int(value.split()[0]) // 1024
+                found[key] = int(value.split()[0])
     return found
 
 
-def peak_during(call) -> tuple[dict[str, int], dict[str, int], float]:  # noqa: ANN001
+def peak_during(call: Callable[[], object]) -> tuple[dict[str, int], dict[str, int], float]:
     """(memory before, peak of each figure while ``call()`` ran, seconds)."""
-    before = status_mb()
+    before = status_kb()
     peak, done = dict(before), threading.Event()
 
     def sample() -> None:
         while not done.is_set():
-            for key, value in status_mb().items():
+            for key, value in status_kb().items():
                 peak[key] = max(peak[key], value)
             done.wait(SAMPLE_SECONDS)
 
@@ -74,9 +77,16 @@ def peak_during(call) -> tuple[dict[str, int], dict[str, int], float]:  # noqa: 
         seconds = time.perf_counter() - started
         done.set()
         sampler.join()
-    for key, value in status_mb().items():
+    for key, value in status_kb().items():
         peak[key] = max(peak[key], value)
     return before, peak, seconds
+
+
+def layout(table) -> dict[str, int]:  # noqa: ANN001 - a lancedb Table
+    """The table's fragments, rows and version."""
+    stats = table.stats()
+    return {"fragments": stats["fragment_stats"]["num_fragments"],
+            "rows": stats["num_rows"], "version": table.version}
 
 
 def child(index_dir: Path, drop: list[str], rows: int, rounds: int) -> dict:
@@ -88,35 +98,35 @@ def child(index_dir: Path, drop: list[str], rows: int, rounds: int) -> dict:
     import lancedb
     import pyarrow as pa
 
+    from rag_lsp.store.lance_store import _KEEP_OLD_VERSIONS  # what the store's fold keeps
+
     table = lancedb.connect(index_dir).open_table(CHUNKS)
     for name in drop:
         table.drop_index(name)
     stored = table.search().limit(rows * rounds).to_arrow()
-    if stored.num_rows < rows * rounds:
-        raise SystemExit(f"the table holds {stored.num_rows} rows: fewer than --rows x "
-                         f"--rounds ({rows * rounds})")
     id_column = stored.schema.get_field_index("id")
     out = {"indexes": sorted(i.name for i in table.list_indices()),
-           "rows": table.count_rows(), "rounds": []}
+           "rows": table.count_rows(), "arrow_pool": pa.default_memory_pool().backend_name,
+           "rounds": []}
     for n in range(rounds):
         batch = stored.slice(n * rows, rows)
         batch = batch.set_column(id_column, "id",
                                  pa.array([f"fold-probe-{n}-{i}" for i in range(rows)]))
         table.add(batch)
+        appended = layout(table)
         memory.return_freed_memory()
         before, peak, seconds = peak_during(
-            lambda: table.optimize(cleanup_older_than=timedelta(minutes=1)))
+            lambda: table.optimize(cleanup_older_than=_KEEP_OLD_VERSIONS))
         memory.return_freed_memory()
-        out["rounds"].append({"seconds": round(seconds, 2), "before_mb": before,
-                              "peak_mb": peak, "after_mb": status_mb()})
+        out["rounds"].append({"seconds": round(seconds, 2), "before_kb": before,
+                              "peak_kb": peak, "after_kb": status_kb(),
+                              "appended": appended, "folded": layout(table)})
     return out
 
 
-def variants(index_dir: Path) -> dict[str, list[str]]:
+def variants(table) -> dict[str, list[str]]:  # noqa: ANN001 - a lancedb Table
     """Variant name -> indexes it drops: none, each index alone, and every full-text one."""
-    import lancedb  # only in the parent, which measures nothing itself
-
-    indices = lancedb.connect(index_dir).open_table(CHUNKS).list_indices()
+    indices = table.list_indices()
     names = {"every index": []}
     names.update({f"without {i.name}": [i.name] for i in indices})
     full_text = [i.name for i in indices if i.index_type == "FTS"]
@@ -136,13 +146,37 @@ def index_dir_of(args: argparse.Namespace, parser: argparse.ArgumentParser) -> P
                          "--workdir DIR, or name it with --index-dir")
         found = tables[0].parent
     if not (found / f"{CHUNKS}.lance").is_dir():
-        parser.error(f"{found} holds no {CHUNKS}.lance table")
+        hint = (" (name the folder that holds it)" if found.name == f"{CHUNKS}.lance" else "")
+        parser.error(f"{found} holds no {CHUNKS}.lance table{hint}")
     return found
 
 
-def run(index_dir: Path, rows: int, rounds: int) -> dict:
-    result: dict = {"index_dir": str(index_dir), "rows_a_batch": rows, "variants": {}}
-    for name, drop in variants(index_dir).items():
+def table_problem(table, rows: int, rounds: int) -> str | None:  # noqa: ANN001
+    """What keeps ``table`` from giving ``rounds`` batches of ``rows`` new rows, or None."""
+    if "id" not in table.schema.names:
+        return f"the {CHUNKS} table has no id column: it is not a rag-lsp index"
+    stored = table.count_rows()
+    if stored < rows * rounds:
+        return (f"the {CHUNKS} table holds {stored} rows, fewer than --rows x --rounds "
+                f"({rows * rounds}): lower --rows or --rounds")
+    return None
+
+
+def run(index_dir: Path, rows: int, rounds: int, parser: argparse.ArgumentParser) -> dict:
+    import lancedb  # only in the parent, which measures nothing itself
+
+    table = lancedb.connect(index_dir).open_table(CHUNKS)
+    problem = table_problem(table, rows, rounds)
+    if problem:
+        parser.error(problem)
+    result: dict = {"index_dir": str(index_dir), "rows_a_batch": rows,
+                    "command": " ".join(sys.argv), "date": time.strftime("%Y-%m-%d %H:%M"),
+                    "variants": {}}
+    chosen = variants(table)
+    if chosen == {"every index": []}:
+        print("the table has no index: only the fold of the data itself is measured",
+              file=sys.stderr)
+    for name, drop in chosen.items():
         with tempfile.TemporaryDirectory(prefix="fold-memory-") as tmp:
             copy = Path(tmp) / "index"
             shutil.copytree(index_dir, copy, symlinks=True)
@@ -160,13 +194,18 @@ def run(index_dir: Path, rows: int, rounds: int) -> dict:
 def print_table(result: dict) -> None:
     print(f"{result['index_dir']}: optimize after {result['rows_a_batch']} new rows, "
           "MB above the start of each round (RssAnon / VmRSS), seconds")
-    print(f"{'variant':<36}{'rows':>8}  rounds")
+    print(f"{'variant':<36}{'rows':>8}  rounds (fragments after the append -> after the fold)")
     for name, variant in result["variants"].items():
         rounds = "  ".join(
-            f"+{r['peak_mb']['RssAnon'] - r['before_mb']['RssAnon']}"
-            f"/+{r['peak_mb']['VmRSS'] - r['before_mb']['VmRSS']} {r['seconds']:.2f}s"
+            f"+{mb(r['peak_kb']['RssAnon'] - r['before_kb']['RssAnon'])}"
+            f"/+{mb(r['peak_kb']['VmRSS'] - r['before_kb']['VmRSS'])} {r['seconds']:.2f}s"
+            f" ({r['appended']['fragments']}->{r['folded']['fragments']})"
             for r in variant["rounds"])
         print(f"{name:<36}{variant['rows']:>8}  {rounds}")
+
+
+def mb(kb: int) -> int:
+    return round(kb / 1024)
 
 
 def main() -> int:
@@ -183,15 +222,17 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3, help="folds a variant (3)")
     parser.add_argument("--drop", nargs="*", default=[], help=argparse.SUPPRESS)
     parser.add_argument("--json", action="store_true", help="print one JSON object instead")
+    parser.add_argument("--out", type=Path, default=RESULTS / "fold_memory.json",
+                        help="where the JSON results go (bench/results/fold_memory.json)")
     args = parser.parse_args()
     if args.rows < 1 or args.rounds < 1:
         parser.error("--rows and --rounds must be at least 1")
     if args.child is not None:
         print(json.dumps(child(args.child, args.drop, args.rows, args.rounds)))
         return 0
-    result = run(index_dir_of(args, parser), args.rows, args.rounds)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "fold_memory.json").write_text(json.dumps(result, indent=2) + "\n")
+    result = run(index_dir_of(args, parser), args.rows, args.rounds, parser)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
     if args.json:
         print(json.dumps(result, indent=2))
     else:
