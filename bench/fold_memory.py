@@ -4,8 +4,8 @@ each index in turn.
 
 Past 50k chunks an index run that searches are reading folds every batch into the indexes
 (``ChunkStore.optimize``; ``rag_lsp.indexing.indexer.FOLD_AFTER_SEARCH_SECONDS``), in the
-language server's own process, and at 100k chunks that step sets the server's peak while it
-re-indexes (bench/README.md, "What a fold of a batch holds at 100k chunks"). This bench
+language server's own process, and at 100k chunks that step is the highest of a re-index in
+process (bench/README.md, "What a fold of a batch holds at 100k chunks"). This bench
 measures LanceDB's step alone, without the store around it: for each variant a fresh copy of
 the index and a fresh process set up as the ``rag-lsp`` command sets itself up
 (``rag_lsp.memory.set_up_process``), which drops the variant's indexes, then ``--rounds``
