@@ -12,6 +12,11 @@ not the server's").
 
 from __future__ import annotations
 
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -65,3 +70,20 @@ def child_pids() -> list[int]:
 def pss_with_children_mb() -> float:
     """PSS of this process and its children, MB (~1 ms at 400 MB: sample it sparingly)."""
     return (pss_kb() + sum(pss_kb(pid) for pid in child_pids())) / 1024
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def emit(result: dict, args: argparse.Namespace, table: Callable[[dict], None]) -> None:
+    """Date and command into ``result``; it is printed (``--json``: as JSON, else by
+    ``table``) and written to ``args.out``."""
+    result.update(date=time.strftime("%Y-%m-%d %H:%M"), command=" ".join(sys.argv))
+    if args.json:
+        print(json.dumps(result))
+    else:
+        table(result)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2), encoding="utf-8")
+    log(f"wrote {args.out}")

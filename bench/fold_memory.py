@@ -38,6 +38,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from bench_basics import emit, log  # this script's folder is on the import path
+
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 CHUNKS = "chunks"
@@ -169,9 +171,7 @@ def run(index_dir: Path, rows: int, rounds: int, parser: argparse.ArgumentParser
     problem = table_problem(table, rows, rounds)
     if problem:
         parser.error(problem)
-    result: dict = {"index_dir": str(index_dir), "rows_a_batch": rows,
-                    "command": " ".join(sys.argv), "date": time.strftime("%Y-%m-%d %H:%M"),
-                    "variants": {}}
+    result: dict = {"index_dir": str(index_dir), "rows_a_batch": rows, "variants": {}}
     chosen = variants(table)
     if chosen == {"every index": []}:
         print("the table has no index: only the fold of the data itself is measured",
@@ -180,7 +180,7 @@ def run(index_dir: Path, rows: int, rounds: int, parser: argparse.ArgumentParser
         with tempfile.TemporaryDirectory(prefix="fold-memory-") as tmp:
             copy = Path(tmp) / "index"
             shutil.copytree(index_dir, copy, symlinks=True)
-            print(f"[{time.strftime('%H:%M:%S')}] {name}", file=sys.stderr, flush=True)
+            log(name)
             done = subprocess.run(
                 [sys.executable, __file__, "--child", str(copy), "--rows", str(rows),
                  "--rounds", str(rounds), *(["--drop", *drop] if drop else [])],
@@ -230,13 +230,7 @@ def main() -> int:
     if args.child is not None:
         print(json.dumps(child(args.child, args.drop, args.rows, args.rounds)))
         return 0
-    result = run(index_dir_of(args, parser), args.rows, args.rounds, parser)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        print_table(result)
+    emit(run(index_dir_of(args, parser), args.rows, args.rounds, parser), args, print_table)
     return 0
 
 

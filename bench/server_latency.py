@@ -61,7 +61,6 @@ import argparse
 import asyncio
 import hashlib
 import itertools
-import json
 import os
 import random
 import re
@@ -74,7 +73,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest_lsp
-from bench_basics import pct, workdir_problem  # noqa: F401 (other benches take them from here)
+from bench_basics import emit, log, pct, workdir_problem  # noqa: F401 (other benches take them from here)
 from index_workspace import RESULTS, Vocab, gen_markdown, gen_python, generate
 from lsprotocol import types
 from pygls.protocol import JsonRPCNotification, JsonRPCResponseMessage, default_converter
@@ -618,23 +617,6 @@ async def run(args: argparse.Namespace) -> dict:
     out["fresh_watcher"] = await server_freshness(s, python[2 * args.edits:], salt + "w", False)
     await s.client.shutdown_session()
     return out
-
-
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
-
-def emit(result: dict, args: argparse.Namespace, table: Callable[[dict], None]) -> None:
-    """Date and command into ``result``; it is printed (``--json``: as JSON, else by
-    ``table``) and written to ``args.out``."""
-    result.update(date=time.strftime("%Y-%m-%d %H:%M"), command=" ".join(sys.argv))
-    if args.json:
-        print(json.dumps(result))
-    else:
-        table(result)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2), encoding="utf-8")
-    log(f"wrote {args.out}")
 
 
 def print_table(r: dict) -> None:
