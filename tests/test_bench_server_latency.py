@@ -1,10 +1,12 @@
 """bench/server_latency.py reports each search phase part by part, from the server's own
 ``timings``, and nothing for a server too old to give them; spaces out the searches it
-compares with those during a run; and says who used the cores."""
+compares with those during a run; says who used the cores; and with ``--model-sleep`` starts
+a server whose index runs sleep instead of running the model (bench/paced_model)."""
 
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import os
 import signal
 import subprocess
@@ -16,7 +18,17 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
 import server_latency  # noqa: E402
-from server_latency import PARTS, SPACING_SECONDS, parts_stats, search_alone  # noqa: E402
+from server_latency import (  # noqa: E402
+    MODEL_SLEEP_VARIABLE,
+    PACED_MODEL,
+    PARTS,
+    SPACING_SECONDS,
+    parts_stats,
+    search_alone,
+    server_env,
+)
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def test_each_part_gets_its_own_statistics():
@@ -108,3 +120,65 @@ def test_usage_tells_the_server_from_its_children():
     assert 0 <= figures["idle_cores"] <= cores, figures
     assert figures["idle_cores"] + figures["children_cores"] <= cores + 0.2, figures
     assert figures["children_peak_rss_mb"] > 0 and figures["server_peak_rss_mb"] > 0
+
+
+def _paced_model_module():
+    """bench/paced_model/sitecustomize.py as a module of its own name (not this process's
+    ``sitecustomize``); the variable is unset here, so loading it patches nothing."""
+    spec = importlib.util.spec_from_file_location("paced_model_site",
+                                                  PACED_MODEL / "sitecustomize.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_server_env_puts_the_paced_model_first(monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", "/elsewhere")
+    assert server_env(None) is None  # the bench's own environment
+    env = server_env(0.07)
+    assert env["PYTHONPATH"].split(os.pathsep) == [str(PACED_MODEL), "/elsewhere"]
+    assert float(env[MODEL_SLEEP_VARIABLE]) == 0.07
+    monkeypatch.delenv("PYTHONPATH")
+    assert server_env(0.0)["PYTHONPATH"] == str(PACED_MODEL)
+
+
+def test_a_paced_embedder_waits_its_turn_sleeps_and_gives_stand_in_vectors(monkeypatch):
+    module = _paced_model_module()
+    slept, turns = [], []
+    monkeypatch.setattr(module.time, "sleep", slept.append)
+
+    class Embedder:
+        dimension = 8
+
+    module.pace(Embedder, 0.01)
+    embedder = Embedder()
+    assert embedder._take_bulk() is None
+    vectors = embedder._run_bulk(None, [[101, 7, 102], [101, 9, 102], [101, 7, 102]],
+                                 lambda: turns.append(1))
+    assert turns == [1] and slept == [pytest.approx(0.03)]
+    assert vectors.shape == (3, 8) and vectors.dtype.name == "float32"
+    assert all(abs(float((v * v).sum()) - 1.0) < 1e-5 for v in vectors)
+    assert (vectors[0] == vectors[2]).all() and not (vectors[0] == vectors[1]).all()
+    embedder._run_bulk(None, [[1]], None)  # a call that is not background work: no turn
+    assert turns == [1]
+
+
+def test_the_paced_model_is_off_unless_asked_and_refuses_a_negative_pace():
+    module = _paced_model_module()
+    finders = list(sys.meta_path)
+    assert module.install({}) is False and sys.meta_path == finders
+    with pytest.raises(ValueError, match=MODEL_SLEEP_VARIABLE):
+        module.install({MODEL_SLEEP_VARIABLE: "-1"})
+    assert sys.meta_path == finders
+
+
+@pytest.mark.parametrize("pace", [None, 0.05])
+def test_the_server_process_imports_the_embedder_paced_only_when_asked(pace):
+    """What ``--model-sleep`` changes in the server's process: its embedder's bulk call."""
+    done = subprocess.run(
+        [sys.executable, "-c", "import rag_lsp.embedding.embedder as e; "
+         "print(e.OnnxEmbedder._run_bulk.__qualname__)"],
+        env=server_env(pace), cwd=REPO, capture_output=True, text=True, timeout=120,
+        check=True)
+    name = done.stdout.strip()
+    assert name == ("OnnxEmbedder._run_bulk" if pace is None else "pace.<locals>.run_bulk")
