@@ -56,13 +56,15 @@ absolute figures.
     .venv/bin/python bench/server_latency.py --workdir /tmp/bench/lat100k --files 4250 \
         --rewrite 0.03 --edits 10 --stand-in-vectors
 
-``--model-sleep S`` (since 2026-12-06) takes the model's part out of the server's index runs:
-they embed nothing with it and start no child process for it, but sleep ``S`` seconds a text
-and store stand-in vectors (``bench/paced_model/sitecustomize.py``, loaded into the server
-alone), while search queries still run the model. At ~0.07 s a text a re-index keeps its
-pace at ~12k chunks on this machine. Set beside a run without it, it tells what searches lose
-to the model's work on the other core from what they lose to the rest of the run. The
-re-indexed files' chunks then hold stand-in vectors: use a copy of the workdir.
+``--model-sleep S`` (since 2026-12-06) takes the model's part out of every bulk embedding of
+the server (the re-indexes, the edits' updates, a first index): no child process runs the
+model; each batch sleeps ``S`` seconds a text and stores stand-in vectors
+(``bench/paced_model/sitecustomize.py``, on the server's ``PYTHONPATH`` only: its children
+inherit it, and none of them imports the embedder). Search queries still run the model. At
+~0.07 s a text the second re-index at ~12k chunks took as long as with the model on this
+machine (the first ~50 s less). Set beside a run without it, it tells what searches lose to
+the model's work on the other core from what they lose to the rest of the run. The indexed
+files' chunks then hold stand-in vectors: use a copy of the workdir.
 """
 
 from __future__ import annotations
@@ -144,6 +146,7 @@ SPACING_SECONDS = 0.3
 # --model-sleep: the folder put first on the server's PYTHONPATH, and the variable it reads
 PACED_MODEL = Path(__file__).resolve().parent / "paced_model"
 MODEL_SLEEP_VARIABLE = "RAG_LSP_BENCH_MODEL_SLEEP"
+PACED_MARK_VARIABLE = "RAG_LSP_BENCH_MODEL_SLEEP_MARK"  # a file the patch writes when applied
 # The phases during a run search until it ends (an hour of spaced searches at most).
 MAX_RUN_QUERIES = round(3600 / SPACING_SECONDS)
 
@@ -511,15 +514,29 @@ def server_index_dir(index: Path, root: Path) -> Path:
     return folder_index_dir(index, root)
 
 
-def server_env(model_sleep: float | None) -> dict[str, str] | None:
+def server_env(model_sleep: float | None, mark: Path | None = None
+               ) -> dict[str, str] | None:
     """The server's environment: this process's (``None``), or with ``model_sleep`` set,
-    one in which the server's index runs sleep that long a text instead of running the model
-    (see ``paced_model/sitecustomize.py``)."""
+    one in which every bulk embedding of the server sleeps that long a text instead of
+    running the model (see ``paced_model/sitecustomize.py``), and which writes ``mark`` once
+    the server's embedder is patched so."""
     if model_sleep is None:
         return None
     path = [str(PACED_MODEL), *filter(None, [os.environ.get("PYTHONPATH")])]
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(path),
-            MODEL_SLEEP_VARIABLE: repr(model_sleep)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path),
+           MODEL_SLEEP_VARIABLE: repr(model_sleep)}
+    if mark is not None:
+        env[PACED_MARK_VARIABLE] = str(mark)
+    return env
+
+
+def check_paced(mark: Path | None) -> None:
+    """With ``--model-sleep``, stop unless the server's embedder was patched: Python reports
+    an error in ``sitecustomize`` on stderr and goes on, so a server could otherwise run the
+    model while the figures say it did not."""
+    if mark is not None and not mark.exists():
+        raise SystemExit("--model-sleep: the server's embedder was not patched (no "
+                         f"{mark}); see the server's stderr for bench/paced_model's error")
 
 
 async def run(args: argparse.Namespace) -> dict:
@@ -559,8 +576,12 @@ async def run(args: argparse.Namespace) -> dict:
     compact()
     log("session 1 (VS Code capabilities: client file events); indexing if needed…")
     built = not any(index.glob("*/manifest.json"))
-    s = Session(root, index, "visual-studio-code", env=server_env(args.model_sleep))
+    mark = None if args.model_sleep is None else args.workdir / "paced-model-applied"
+    if mark is not None:
+        mark.unlink(missing_ok=True)
+    s = Session(root, index, "visual-studio-code", env=server_env(args.model_sleep, mark))
     status = await s.start()
+    check_paced(mark)
     index_dir = Path(status["folders"][0]["indexPath"])
     out["chunks"] = status["folders"][0]["chunks"]
     if built:  # the server indexed the whole workspace on its first start
@@ -646,7 +667,7 @@ async def run(args: argparse.Namespace) -> dict:
 
     compact()
     log("session 2 (Neovim 0.7 capabilities: the server's own watcher)")
-    s = Session(root, index, "neovim@v0.7.0", env=server_env(args.model_sleep))
+    s = Session(root, index, "neovim@v0.7.0", env=server_env(args.model_sleep, mark))
     await s.start()
     await asyncio.sleep(1.0)  # let the watcher thread start
     out["fresh_watcher"] = await server_freshness(s, python[2 * args.edits:], salt + "w", False)
@@ -668,7 +689,7 @@ def print_table(r: dict) -> None:
 
     print(f"{r['files']} files, {r['chunks']} chunks, {r['cpu_count']} CPUs")
     if "model_sleep_seconds_a_text" in r:
-        print(f"index runs without the model: {r['model_sleep_seconds_a_text']} s a text "
+        print(f"bulk embedding without the model: {r['model_sleep_seconds_a_text']} s a text "
               "slept, stand-in vectors stored")
     head("freshness: write -> found (lexical poll)")
     for key, label in (("fresh_client", "  server, client didChangeWatchedFiles"),
@@ -701,11 +722,11 @@ def print_table(r: dict) -> None:
     row("  server-side tookMs", st["server_took"])
     parts(st)
     if "search_after_spaced" in r:  # (no such phase before 2026-12-06)
-        st = r["search_after_spaced"]
+        after = r["search_after_spaced"]
         head(f"rag/search hybrid, idle after the runs, alone, {SPACING_SECONDS} s apart")
-        row("  rag/search round trip", st["lsp"])
-        row("  server-side tookMs", st["server_took"])
-        parts(st)
+        row("  rag/search round trip", after["lsp"])
+        row("  server-side tookMs", after["server_took"])
+        parts(after)
     print(f"reindex run: {r['search_reindex']['run_seconds']} s; {r['search_reindex']['run']}")
     print(f"second reindex run (server alone): {st['run_seconds']} s")
     if "first_index" in r:
@@ -749,13 +770,16 @@ def main() -> int:
                              "chunk's text, not the model's (minutes instead of hours at "
                              "100k chunks; the re-indexes and queries use the model)")
     parser.add_argument("--model-sleep", type=float, metavar="SECONDS",
-                        help="the server's index runs sleep SECONDS a text and store stand-in "
-                             "vectors instead of running the model (no child process; ~0.07 "
-                             "keeps a re-index's pace at ~12k chunks); queries still use it")
+                        help="every bulk embedding of the server (re-indexes, edits' updates, "
+                             "a first index) sleeps SECONDS a text and stores stand-in vectors "
+                             "instead of running the model, and starts no model child (~0.07 "
+                             "keeps a re-index's pace at ~12k chunks); search queries still "
+                             "run the model. Use a copy of the workdir: the chunks it indexes "
+                             "keep stand-in vectors")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead")
     parser.add_argument("--out", type=Path, default=RESULTS / "server_latency.json")
     args = parser.parse_args()
-    if args.model_sleep is not None and args.model_sleep < 0:
+    if args.model_sleep is not None and not 0 <= args.model_sleep < float("inf"):
         parser.error(f"--model-sleep must be 0 or more seconds, not {args.model_sleep}")
     tmp = None if args.workdir else tempfile.TemporaryDirectory(prefix="latency-bench-")
     args.workdir = (args.workdir or Path(tmp.name)).resolve()

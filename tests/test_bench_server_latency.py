@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import inspect
 import os
 import signal
 import subprocess
@@ -23,7 +24,9 @@ from server_latency import (  # noqa: E402
     PACED_MODEL,
     PARTS,
     SPACING_SECONDS,
+    check_paced,
     parts_stats,
+    print_table,
     search_alone,
     server_env,
 )
@@ -122,35 +125,45 @@ def test_usage_tells_the_server_from_its_children():
     assert figures["children_peak_rss_mb"] > 0 and figures["server_peak_rss_mb"] > 0
 
 
-def _paced_model_module():
+@pytest.fixture
+def paced_model(monkeypatch):
     """bench/paced_model/sitecustomize.py as a module of its own name (not this process's
-    ``sitecustomize``); the variable is unset here, so loading it patches nothing."""
+    ``sitecustomize``), loaded with the variable unset: it patches nothing."""
+    monkeypatch.delenv(MODEL_SLEEP_VARIABLE, raising=False)
+    finders = list(sys.meta_path)
     spec = importlib.util.spec_from_file_location("paced_model_site",
                                                   PACED_MODEL / "sitecustomize.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    assert sys.meta_path == finders
     return module
 
 
-def test_the_server_env_puts_the_paced_model_first(monkeypatch):
+def test_the_server_env_puts_the_paced_model_first(monkeypatch, tmp_path):
     monkeypatch.setenv("PYTHONPATH", "/elsewhere")
     assert server_env(None) is None  # the bench's own environment
-    env = server_env(0.07)
+    env = server_env(0.07, tmp_path / "mark")
     assert env["PYTHONPATH"].split(os.pathsep) == [str(PACED_MODEL), "/elsewhere"]
     assert float(env[MODEL_SLEEP_VARIABLE]) == 0.07
+    assert env["RAG_LSP_BENCH_MODEL_SLEEP_MARK"] == str(tmp_path / "mark")
     monkeypatch.delenv("PYTHONPATH")
     assert server_env(0.0)["PYTHONPATH"] == str(PACED_MODEL)
 
 
-def test_a_paced_embedder_waits_its_turn_sleeps_and_gives_stand_in_vectors(monkeypatch):
-    module = _paced_model_module()
+def test_a_paced_embedder_waits_its_turn_sleeps_and_gives_stand_in_vectors(paced_model,
+                                                                          monkeypatch):
+    from rag_lsp.embedding.embedder import OnnxEmbedder
+
     slept, turns = [], []
-    monkeypatch.setattr(module.time, "sleep", slept.append)
+    monkeypatch.setattr(paced_model.time, "sleep", slept.append)
 
     class Embedder:
         dimension = 8
 
-    module.pace(Embedder, 0.01)
+    paced_model.pace(Embedder, 0.01)
+    for name in ("_take_bulk", "_put_bulk", "_run_bulk"):  # called as the real ones are
+        assert (list(inspect.signature(getattr(Embedder, name)).parameters)
+                == list(inspect.signature(getattr(OnnxEmbedder, name)).parameters)), name
     embedder = Embedder()
     assert embedder._take_bulk() is None
     vectors = embedder._run_bulk(None, [[101, 7, 102], [101, 9, 102], [101, 7, 102]],
@@ -163,22 +176,65 @@ def test_a_paced_embedder_waits_its_turn_sleeps_and_gives_stand_in_vectors(monke
     assert turns == [1]
 
 
-def test_the_paced_model_is_off_unless_asked_and_refuses_a_negative_pace():
-    module = _paced_model_module()
+@pytest.mark.parametrize("value", ["-1", "nan", "inf"])
+def test_the_paced_model_refuses_a_pace_that_is_not_seconds(paced_model, value):
     finders = list(sys.meta_path)
-    assert module.install({}) is False and sys.meta_path == finders
+    assert paced_model.install({}) is False and sys.meta_path == finders
     with pytest.raises(ValueError, match=MODEL_SLEEP_VARIABLE):
-        module.install({MODEL_SLEEP_VARIABLE: "-1"})
+        paced_model.install({MODEL_SLEEP_VARIABLE: value})
     assert sys.meta_path == finders
 
 
 @pytest.mark.parametrize("pace", [None, 0.05])
-def test_the_server_process_imports_the_embedder_paced_only_when_asked(pace):
-    """What ``--model-sleep`` changes in the server's process: its embedder's bulk call."""
+def test_the_server_process_imports_the_embedder_paced_only_when_asked(pace, tmp_path):
+    """What ``--model-sleep`` changes in the server's process: its embedder's bulk calls,
+    and the mark the bench checks for."""
+    mark = tmp_path / "applied"
     done = subprocess.run(
-        [sys.executable, "-c", "import rag_lsp.embedding.embedder as e; "
-         "print(e.OnnxEmbedder._run_bulk.__qualname__)"],
-        env=server_env(pace), cwd=REPO, capture_output=True, text=True, timeout=120,
+        [sys.executable, "-c", "from rag_lsp.embedding.embedder import OnnxEmbedder as E; "
+         "print(E._take_bulk.__qualname__, E._run_bulk.__qualname__)"],
+        env=server_env(pace, mark), cwd=REPO, capture_output=True, text=True, timeout=120,
         check=True)
-    name = done.stdout.strip()
-    assert name == ("OnnxEmbedder._run_bulk" if pace is None else "pace.<locals>.run_bulk")
+    names = done.stdout.split()
+    if pace is None:
+        assert names == ["OnnxEmbedder._take_bulk", "OnnxEmbedder._run_bulk"]
+        assert not mark.exists()
+    else:
+        assert names == ["pace.<locals>.take_bulk", "pace.<locals>.run_bulk"]
+        assert mark.read_text().strip().isdigit() and "no model" in done.stderr
+
+
+def test_the_bench_stops_when_the_server_was_not_paced(tmp_path):
+    check_paced(None)  # not asked for
+    with pytest.raises(SystemExit, match="not patched"):
+        check_paced(tmp_path / "applied")
+    (tmp_path / "applied").write_text("1\n")
+    check_paced(tmp_path / "applied")
+
+
+def _figures(p95: float) -> dict:
+    stats = {"n": 100, "p50_ms": p95 - 3, "p95_ms": p95, "p99_ms": p95 + 1, "max_ms": p95 + 2}
+    return {"lsp": {**stats, "partial": 0}, "server_took": stats, "engine": stats,
+            "server_parts": {"engineMs": stats}}
+
+
+@pytest.mark.parametrize("after", [False, True])
+def test_the_table_prints_results_with_and_without_the_phase_after_the_runs(after, capsys):
+    fresh = {"n": 10, "p50_ms": 50.0, "p95_ms": 60.0, "p99_ms": 61.0, "max_ms": 62.0,
+             "failed": 0, "server_update_p50_ms": 100.0, "update_batches": 10}
+    result = {"files": 500, "chunks": 11953, "cpu_count": 2, "fresh_client": fresh,
+              "fresh_watcher": fresh,
+              "fresh_engine": {**fresh, "update_p50_ms": 90.0, "search_p50_ms": 13.0},
+              "search_alone": _figures(19.0), "search_idle": _figures(20.0),
+              "search_reindex": {**_figures(30.0), "run_seconds": 317.5, "run": "150 indexed"},
+              "search_reindex_alone": {**_figures(27.0), "run_seconds": 256.8}}
+    if after:
+        result["search_after_spaced"] = _figures(21.4)
+        result["model_sleep_seconds_a_text"] = 0.07
+    print_table(result)
+    out = capsys.readouterr().out
+    assert "second reindex run (server alone): 256.8 s" in out
+    assert ("idle after the runs" in out) == after
+    assert ("bulk embedding without the model: 0.07 s a text" in out) == after
+    if after:
+        assert "21.4" in out.split("idle after the runs")[1]

@@ -1,16 +1,20 @@
 """For ``bench/server_latency.py --model-sleep``: loaded by the server it starts (this folder
 first on its ``PYTHONPATH``), never by rag-lsp itself.
 
-With ``RAG_LSP_BENCH_MODEL_SLEEP`` set to a number of seconds, the server's indexing embeds
-no text with the model: each batch waits its turn as before (searches first), then sleeps
-that long a text and hands back stand-in vectors (drawn from a hash of each text's token
-ids), and no model child process is started. Search queries still run the model. So an index
-run keeps its pace, its reads, chunking, writes and in-memory patches, without the model's
-work on the other core: what a re-index costs searches with the model's part taken out.
+With ``RAG_LSP_BENCH_MODEL_SLEEP`` set to a number of seconds, every bulk embedding of the
+server (index runs, edits' updates, a first index) runs no model: each batch waits its turn
+as before (searches first), then sleeps that long a text and hands back stand-in vectors
+(drawn from a hash of each text's token ids), and no model child process is started. Search
+queries still run the model. So an index run keeps its pace, its reads, chunking, writes and
+in-memory patches, without the model's work on the other core: what a re-index costs
+searches with the model's part taken out. Once patched, it says so on stderr and writes the
+file ``RAG_LSP_BENCH_MODEL_SLEEP_MARK`` names, if set: Python reports an error in
+``sitecustomize`` on stderr and starts all the same, so the bench checks for that file.
 
 Python runs ``sitecustomize`` at start-up, before anything else imports; the embedder is
 patched when it is first imported, so the server sets itself up (allocators, BLAS threads)
-in the order it always does.
+in the order it always does. A ``sitecustomize`` later on the path (some system Pythons ship
+one) is not run while this one is first.
 """
 
 from __future__ import annotations
@@ -23,11 +27,13 @@ import sys
 import time
 
 VARIABLE = "RAG_LSP_BENCH_MODEL_SLEEP"
+MARK_VARIABLE = "RAG_LSP_BENCH_MODEL_SLEEP_MARK"
 EMBEDDER_MODULE = "rag_lsp.embedding.embedder"
 
 
 def pace(embedder_class: type, seconds_a_text: float) -> None:
-    """Make ``embedder_class`` (``OnnxEmbedder``) embed in bulk by sleeping, as above."""
+    """Make ``embedder_class`` (``OnnxEmbedder``) embed in bulk by sleeping, as the module's
+    docstring says."""
     import numpy as np
 
     def take_bulk(self):  # noqa: ANN001, ANN202 - no child process to take
@@ -53,11 +59,23 @@ def pace(embedder_class: type, seconds_a_text: float) -> None:
     embedder_class._run_bulk = run_bulk
 
 
+def paced(module, seconds_a_text: float, environ: dict[str, str]) -> None:  # noqa: ANN001
+    """Pace the embedder ``module`` holds, and say so (stderr, and the mark file if named)."""
+    pace(module.OnnxEmbedder, seconds_a_text)
+    print(f"bench/paced_model: bulk embedding sleeps {seconds_a_text} s a text, no model",
+          file=sys.stderr)
+    mark = environ.get(MARK_VARIABLE)
+    if mark:
+        with open(mark, "w", encoding="ascii") as handle:
+            handle.write(f"{os.getpid()}\n")
+
+
 class _PatchOnImport(importlib.abc.MetaPathFinder):
     """Patches the embedder's module right after it runs."""
 
-    def __init__(self, seconds_a_text: float):
+    def __init__(self, seconds_a_text: float, environ: dict[str, str]):
         self.seconds_a_text = seconds_a_text
+        self.environ = environ
 
     def find_spec(self, name, path, target=None):  # noqa: ANN001, ANN201
         if name != EMBEDDER_MODULE:
@@ -70,7 +88,7 @@ class _PatchOnImport(importlib.abc.MetaPathFinder):
 
         def exec_module(module) -> None:  # noqa: ANN001
             run_module(module)
-            pace(module.OnnxEmbedder, self.seconds_a_text)
+            paced(module, self.seconds_a_text, self.environ)
 
         spec.loader.exec_module = exec_module
         return spec
@@ -83,9 +101,12 @@ def install(environ: dict[str, str] = os.environ) -> bool:
     if not value:
         return False
     seconds = float(value)
-    if seconds < 0:
+    if not 0 <= seconds < float("inf"):
         raise ValueError(f"{VARIABLE} must be seconds, 0 or more: got {value!r}")
-    sys.meta_path.insert(0, _PatchOnImport(seconds))
+    if EMBEDDER_MODULE in sys.modules:  # imported already (not at a process's start-up)
+        paced(sys.modules[EMBEDDER_MODULE], seconds, environ)
+    else:
+        sys.meta_path.insert(0, _PatchOnImport(seconds, environ))
     return True
 
 
