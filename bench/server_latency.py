@@ -539,6 +539,16 @@ def check_paced(mark: Path | None) -> None:
                          f"{mark}); see the server's stderr for bench/paced_model's error")
 
 
+async def start_paced(session: Session, mark: Path | None) -> dict:
+    """``session.start()``; with ``--model-sleep`` (``mark`` given), then
+    :func:`check_paced` on a mark this session's server wrote."""
+    if mark is not None:
+        mark.unlink(missing_ok=True)
+    status = await session.start()
+    check_paced(mark)
+    return status
+
+
 async def run(args: argparse.Namespace) -> dict:
     root, index = args.workdir / "ws", args.workdir / "index"
     if not (args.reuse and root.is_dir() and any(index.glob("*/manifest.json"))):
@@ -576,12 +586,10 @@ async def run(args: argparse.Namespace) -> dict:
     compact()
     log("session 1 (VS Code capabilities: client file events); indexing if needed…")
     built = not any(index.glob("*/manifest.json"))
-    mark = None if args.model_sleep is None else args.workdir / "paced-model-applied"
-    if mark is not None:
-        mark.unlink(missing_ok=True)
-    s = Session(root, index, "visual-studio-code", env=server_env(args.model_sleep, mark))
-    status = await s.start()
-    check_paced(mark)
+    # (--model-sleep) the file the server's patched embedder writes; each session's anew
+    paced_mark = None if args.model_sleep is None else args.workdir / "paced-model-applied"
+    s = Session(root, index, "visual-studio-code", env=server_env(args.model_sleep, paced_mark))
+    status = await start_paced(s, paced_mark)
     index_dir = Path(status["folders"][0]["indexPath"])
     out["chunks"] = status["folders"][0]["chunks"]
     if built:  # the server indexed the whole workspace on its first start
@@ -667,8 +675,8 @@ async def run(args: argparse.Namespace) -> dict:
 
     compact()
     log("session 2 (Neovim 0.7 capabilities: the server's own watcher)")
-    s = Session(root, index, "neovim@v0.7.0", env=server_env(args.model_sleep, mark))
-    await s.start()
+    s = Session(root, index, "neovim@v0.7.0", env=server_env(args.model_sleep, paced_mark))
+    await start_paced(s, paced_mark)
     await asyncio.sleep(1.0)  # let the watcher thread start
     out["fresh_watcher"] = await server_freshness(s, python[2 * args.edits:], salt + "w", False)
     await s.client.shutdown_session()

@@ -29,6 +29,7 @@ from server_latency import (  # noqa: E402
     print_table,
     search_alone,
     server_env,
+    start_paced,
 )
 
 REPO = Path(__file__).resolve().parents[1]
@@ -204,12 +205,27 @@ def test_the_server_process_imports_the_embedder_paced_only_when_asked(pace, tmp
         assert mark.read_text().strip().isdigit() and "no model" in done.stderr
 
 
+class _Starting:
+    """A session whose server writes the paced model's mark when it starts, or not."""
+
+    def __init__(self, mark: Path, writes: bool) -> None:
+        self.mark, self.writes = mark, writes
+
+    async def start(self) -> dict:
+        if self.writes:
+            self.mark.write_text("1\n")
+        return {"folders": []}
+
+
 def test_the_bench_stops_when_the_server_was_not_paced(tmp_path):
+    mark = tmp_path / "applied"
     check_paced(None)  # not asked for
     with pytest.raises(SystemExit, match="not patched"):
-        check_paced(tmp_path / "applied")
-    (tmp_path / "applied").write_text("1\n")
-    check_paced(tmp_path / "applied")
+        check_paced(mark)
+    assert asyncio.run(start_paced(_Starting(mark, True), mark)) == {"folders": []}
+    # The first session's mark is no proof for the second: each must write its own.
+    with pytest.raises(SystemExit, match="not patched"):
+        asyncio.run(start_paced(_Starting(mark, False), mark))
 
 
 def _figures(p95: float) -> dict:
