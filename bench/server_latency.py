@@ -62,7 +62,7 @@ model; each batch sleeps ``S`` seconds a text and stores stand-in vectors
 (``bench/paced_model/sitecustomize.py``, on the server's ``PYTHONPATH`` only: its children
 inherit it, and none of them imports the embedder). Search queries still run the model. At
 ~0.07 s a text the second re-index at ~12k chunks took as long as with the model on this
-machine (the first ~50 s less). Set beside a run without it, it tells what searches lose to
+machine (the first ~30–50 s less). Set beside a run without it, it tells what searches lose to
 the model's work on the other core from what they lose to the rest of the run. The indexed
 files' chunks then hold stand-in vectors: use a copy of the workdir.
 """
