@@ -455,7 +455,10 @@ class Workspace:
     def compact(self, *, force: bool = False) -> bool:
         """Compact the tables and fold rows written by :meth:`update` into the indexes, if
         that is due (see ``ChunkStore.needs_optimize``) or ``force``; worth asking once a
-        burst of updates has settled. Whether it compacted."""
+        burst of updates has settled. Compaction due or not, the in-memory copy the updates
+        patched is then made compact if they left enough to matter (see
+        ``ChunkStore.settle_copy``); nothing is done while another writer holds the index.
+        Whether it compacted."""
         self._require_model()
         with self._index_lock:
             try:
@@ -466,10 +469,11 @@ class Workspace:
                 self._index.settle()
                 store = self._open_store(for_writing=True)
                 store.ensure_fts_index()
-                if not (force or store.needs_optimize()):
-                    return False
-                store.optimize(self._bulk_session_set_aside)
-                return True
+                compacted = force or store.needs_optimize()
+                if compacted:
+                    store.optimize(self._bulk_session_set_aside)
+                store.settle_copy()  # the saves' patches no longer cost each search
+                return compacted
             finally:
                 self._writer.release()
                 after_work()

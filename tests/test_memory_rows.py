@@ -14,7 +14,7 @@ import pytest
 from rag_lsp.config import Settings
 from rag_lsp.store import lance_store
 from rag_lsp.store.lance_store import KEPT_COLUMNS, ChunkStore
-from rag_lsp.store.vector_cache import VectorMatrix
+from rag_lsp.store.vector_cache import SETTLE_SHARE_MIN, VectorMatrix
 from rag_lsp.workspace import Workspace
 from tests.conftest import indexed_sample
 
@@ -181,6 +181,8 @@ def retry_later(request, delay=2.0):
     patched = store.vectors_in_memory()
     assert patched is not None and patched.alive is not None and not patched.alive.all()
     monkeypatch.setattr(ChunkStore, "needs_optimize", lambda self: True)
+    settle_copy = ChunkStore.settle_copy  # the run's end makes the copy compact: not yet
+    monkeypatch.setattr(ChunkStore, "settle_copy", lambda self: False)
     workspace.index()  # nothing to write: it compacts
     moved = store.vectors_in_memory()
     assert moved is not None and moved.version > patched.version
@@ -198,3 +200,37 @@ def retry_later(request, delay=2.0):
     assert loaded is not None and loaded.alive is None  # a load holds no masked rows
     assert answers(workspace) == answers(fresh)
     assert answers(workspace)[-1][0][0] == "src/http/client.py"
+    # Then made compact, as a run's end does: the same answers, nothing masked or appended.
+    assert settle_copy(store)
+    settled = store.vectors_in_memory()
+    assert settled is not None and settled.version == moved.version
+    assert settled.unsettled_share == 0
+    assert settled.alive is None and settled.appended_rows == 0
+    assert answers(workspace) == answers(fresh)
+
+
+@pytest.mark.parametrize("settled_by", ["a burst's compaction", "a run's end"])
+def test_the_copy_saves_patched_is_made_compact_once_they_settle(tmp_path, embedder,
+                                                                 monkeypatch, settled_by):
+    """A save patches the in-memory copy (its rows appended, the old ones masked out);
+    once the saves settle, the server's compaction of the burst makes the copy compact,
+    compaction due or not, and so does the end of an index run."""
+    workspace = indexed_sample(tmp_path, embedder)
+    store = loaded_store(workspace, text_held=True)
+    client = workspace.root / "src/http/client.py"
+    client.write_text(client.read_text(encoding="utf-8") + "\n\ndef resend(r):\n    return r\n",
+                      encoding="utf-8")
+    workspace.update(["src/http/client.py"])
+    patched = store.vectors_in_memory()
+    assert patched is not None and patched.unsettled_share >= SETTLE_SHARE_MIN
+    before = [[(r.path, r.start_line, round(r.score, 5)) for r in workspace.search(q).results]
+              for q in QUERIES]
+    if settled_by == "a run's end":
+        workspace.index()
+    else:
+        monkeypatch.setattr(ChunkStore, "needs_optimize", lambda self: False)
+        assert not workspace.compact()  # none due
+    settled = store.vectors_in_memory()
+    assert settled is not None and settled is not patched and settled.unsettled_share == 0
+    assert [[(r.path, r.start_line, round(r.score, 5)) for r in workspace.search(q).results]
+            for q in QUERIES] == before

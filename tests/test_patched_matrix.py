@@ -10,10 +10,15 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from rag_lsp.store import vector_cache, vector_index
+from rag_lsp.store import packed_vectors, vector_cache, vector_index
 from rag_lsp.store.lance_store import ChunkStore, FileRecord
 from rag_lsp.store.term_index import TermIndex, TermIndexBuilder
-from rag_lsp.store.vector_cache import DEAD_SHARE_MAX, VectorCache, VectorMatrix
+from rag_lsp.store.vector_cache import (
+    DEAD_SHARE_MAX,
+    SETTLE_SHARE_MIN,
+    VectorCache,
+    VectorMatrix,
+)
 from rag_lsp.terms import path_terms
 
 DIM = 8
@@ -415,6 +420,100 @@ def test_a_run_of_patches_answers_as_a_load_of_the_same_rows(seed, in_place, mon
         assert {"appended", "compacted in place"} <= ways
     else:
         assert ways == {"appended", "compacted"}
+
+
+@pytest.mark.parametrize("exact", ["held in memory", "in a file"])
+@pytest.mark.parametrize("seed", range(4))
+def test_a_compact_copy_of_a_patched_matrix_answers_as_a_load_with_nothing_left_over(
+        seed, exact, monkeypatch):
+    """What patches leave (rows masked out, rows appended in a second piece, replaced rows'
+    vectors held in memory and still scored) is gone from the compact copy made once writes
+    settle, and it answers as a load of the same rows. Vectors held in memory are copied,
+    the matrix it was made from left answering as before; with the exact vectors in a file
+    the codes move in place within their room."""
+    monkeypatch.setattr(vector_cache, "ROOM_MIN_ROWS", 0)
+    if exact == "in a file":
+        monkeypatch.setattr(packed_vectors, "FILE_MIN_ROWS", 1)
+    rng = np.random.default_rng(300 + seed)
+    paths = [f"src/m{n}.py" for n in range(12)]
+    rows: list[dict] = []
+    for n, path in enumerate(paths):
+        rows += chunk_rows(rng, path, int(rng.integers(2, 5)), 10 * n)
+    matrix = VectorMatrix.from_batches(1, [as_batch(rows)], len(rows), DIM, KEPT, 10**6)
+    assert matrix.unsettled_share == 0  # a load: nothing to make compact
+    changed = sorted(set(rng.choice(paths, size=2, replace=False)))
+    written = chunk_rows(rng, changed[0], 2, 500)
+    patched = matrix.patched(2, changed, [as_batch(written)], 10**6, in_place=True)
+    assert patched is not None and patched.alive is not None and patched.appended_rows == 2
+    assert patched.unsettled_share >= SETTLE_SHARE_MIN
+    rows = [r for r in rows if r["path"] not in changed] + written
+    before = everything_found(patched)
+    copy = patched.compacted_copy(10**6)
+    assert copy is not None and copy.version == patched.version
+    if exact == "held in memory":
+        assert patched.exact.rows > patched.live_rows and copy.pending_move is None
+        assert everything_found(patched) == before  # searches holding it see no change
+        assert copy.exact.rows == len(rows)  # the replaced rows' vectors left behind
+    else:
+        assert copy.pending_move is not None and copy.room is patched.room
+        copy = copy.settled()
+    assert copy.unsettled_share == 0
+    assert copy.alive is None and copy.appended_rows == 0
+    assert copy.columns.column(0).num_chunks == 1
+    assert_answers_as_loaded(copy, rows, rng)
+    # Patches after it append as after a load.
+    again = copy.patched(3, [paths[-1]], [as_batch(chunk_rows(rng, paths[-1], 1, 900))], 10**6)
+    assert again is not None and again.room is copy.room and again.appended_rows == 1
+
+
+def test_writes_settled_make_the_stores_copy_compact_in_the_same_version(loaded, monkeypatch):
+    store, rng = loaded
+    assert not store.settle_copy()  # as loaded: nothing to do
+    store.replace_files([record("lib/b.py", 2)], rows_for("lib/b.py", rng, 2, "zeta"))
+    patched = held(store)
+    assert patched is not None and patched.unsettled_share >= SETTLE_SHARE_MIN
+    version = store.version()
+    # Less left over than the share worth a copy: left as it is.
+    monkeypatch.setattr(vector_cache, "SETTLE_SHARE_MIN", patched.unsettled_share + 0.01)
+    assert not store.settle_copy() and held(store) is patched
+    monkeypatch.setattr(vector_cache, "SETTLE_SHARE_MIN", SETTLE_SHARE_MIN)
+    assert store.settle_copy()
+    settled = held(store)
+    assert settled is not patched and settled.unsettled_share == 0
+    assert settled.version == store.version() == version  # the table did not change
+    assert_same_matrix(settled, store._load_vectors())  # noqa: SLF001
+    assert not store.settle_copy()
+    # A copy that cannot be made leaves the patched one answering, as a failed patch does.
+    store.replace_files([record("lib/c.py", 1)], rows_for("lib/c.py", rng, 1, "kappa"))
+    patched = held(store)
+    monkeypatch.setattr(VectorMatrix, "compacted_copy",
+                        lambda self, text_bytes: (_ for _ in ()).throw(MemoryError("no room")))
+    assert not store.settle_copy()
+    assert held(store) is patched
+
+
+def test_a_copy_of_an_older_version_or_a_failed_move_is_not_settled(loaded, monkeypatch):
+    """A copy another process's write left behind waits for its reload; a move in place cut
+    short drops the copy (searches ask LanceDB until a reload), and says it did not settle."""
+    store, rng = loaded
+    store.replace_files([record("lib/b.py", 2)], rows_for("lib/b.py", rng, 2, "zeta"))
+    patched = held(store)
+    cache = store._vectors  # noqa: SLF001
+    assert not cache.settle(patched.version - 1, 10**6) and held(store) is patched
+    # The exact vectors in a file: the codes move in place, and here the move fails.
+    monkeypatch.setattr(packed_vectors, "FILE_MIN_ROWS", 1)
+    in_place_ready(store, monkeypatch)
+    store.replace_files([record("lib/b.py", 2)], rows_for("lib/b.py", rng, 2, "theta"))
+    assert held(store).unsettled_share >= SETTLE_SHARE_MIN
+
+    def failing_move(*args):
+        def move():
+            raise MemoryError("simulated: the move cut short")
+        return move
+
+    monkeypatch.setattr(vector_cache, "_mover", failing_move)
+    assert not store.settle_copy()
+    assert held(store) is None and cache._moves % 2 == 0  # noqa: SLF001
 
 
 def test_appended_rows_go_into_the_room_after_the_vectors():

@@ -461,5 +461,6 @@ class Indexer:
         # with writes that were never compacted.
         if self.store.needs_optimize():
             self.store.optimize(self._around_rewrite)
+        self.store.settle_copy()  # the run's patches no longer cost each search
         report.chunks_total = self.store.count_chunks()
         report.seconds = time.monotonic() - started

@@ -1051,6 +1051,17 @@ class ChunkStore:
             self._fts_since = self._chunks.version
             self._fts_ready = True
 
+    def settle_copy(self) -> bool:
+        """Once this process's writes have settled (an index run's end, a burst of saves
+        compacted): the in-memory copy its patches left made one compact copy, if they left
+        enough to matter, so that searches until the next write score it as they score a
+        fresh load (see ``VectorCache.settle``). Whether it was. The table does not change;
+        a copy of an older version (another process wrote since) waits for its reload."""
+        with self._write_lock:
+            if self.moved():
+                return False
+            return self._vectors.settle(self._chunks.version, TEXT_IN_MEMORY_BYTES)
+
     @_reports_damage
     @_recorded
     def optimize(self, around_rewrite: Callable[[], AbstractContextManager[object]]

@@ -49,6 +49,10 @@ from rag_lsp.terms import path_terms
 
 log = logging.getLogger(__name__)
 
+# Once the writes settle, the copy is made compact if they left at least this share of its
+# live rows' worth to score beyond it (masked rows, replaced rows' vectors): after a re-index
+# of 30 % of the files at ~12k chunks ~0.34, after a save of one file ~0.004.
+SETTLE_SHARE_MIN = 0.05
 RELOAD_INTERVAL_SECONDS = 5.0  # while the table keeps changing, reload at most this often
 # A patch appends the changed files' rows and masks out the rows they replace (see
 # VectorMatrix.patched); once more than this share of the rows is masked out, it makes one
@@ -340,8 +344,33 @@ class VectorMatrix:
     def live_rows(self) -> int:
         return len(self.row_ids) if self.alive is None else int(np.count_nonzero(self.alive))
 
+    @property
+    def unsettled_share(self) -> float:
+        """What patches left this matrix scoring beyond a load of its rows, as a share of its
+        live rows: rows masked out, and (vectors held in memory) replaced rows' vectors that
+        every search still multiplies; 0 for a load or a compact copy (see
+        :meth:`compacted_copy`)."""
+        live = self.live_rows
+        extra = len(self.row_ids) - live
+        if self.exact.renewable(len(self.row_ids)):  # as patched decides to write it anew
+            extra += max(0, self.exact.rows - live)
+        return extra / max(live, 1)
+
+    def compacted_copy(self, text_bytes: int) -> VectorMatrix | None:
+        """This matrix of the same version as a load of its live rows would hold them, in one
+        compact copy: no row masked out or appended in a second piece, and vectors held in
+        memory written anew without the replaced rows'. A patch makes one only past
+        ``DEAD_SHARE_MAX``; until then each search pays for what the patches left (at ~12k
+        chunks, after re-indexing 30 % of the files, 0.1-0.7 ms a search at the median, the
+        nearest rows 0.5-0.6 of it, in process; bench/README.md, "The in-memory copy made
+        compact once the writes settle"). ``None`` as for :meth:`patched`; the vectors move
+        in place, a move left pending, when they can (never when vectors held in memory are
+        written anew: those are copied)."""
+        return self.patched(self.version, (), (), text_bytes, in_place=True, compact=True)
+
     def patched(self, version: int, paths: Iterable[str], batches: Iterable[pa.RecordBatch],
-                text_bytes: int, *, in_place: bool = False) -> VectorMatrix | None:
+                text_bytes: int, *, in_place: bool = False,
+                compact: bool = False) -> VectorMatrix | None:
         """The matrix of ``version``, a table version that differs from this one's only in
         the rows of ``paths``: this matrix's rows of other paths (their row ids unchanged,
         as an append, a delete or a merge of some files leaves them), then the rows of
@@ -356,15 +385,17 @@ class VectorMatrix:
         ``DEAD_SHARE_MAX`` of the rows masked out or appended, with text over its budget
         counting the masked rows', or with no room left for the new rows after this
         matrix's (none, full, or taken by another patch of it), the patch makes one compact
-        copy; ``in_place``, its live
-        vectors move within their room when they fit there, a move left pending (see
-        ``pending_move``) for the holder of this matrix to run."""
+        copy (and always with ``compact``); ``in_place``, its live vectors move within their
+        room when they fit there, a move left pending (see ``pending_move``) for the holder
+        of this matrix to run."""
         if self.columns is None:
             return None
         # Vectors held in memory are written anew by a compact copy of the live rows (no
         # reload: until one caught up, searches would ask LanceDB); a file, or a copy grown
         # large enough for one, waits for the reload.
-        renew = self.exact.outgrown(len(self.row_ids))
+        renew = self.exact.outgrown(len(self.row_ids)) or (
+            compact and self.exact.renewable(len(self.row_ids))
+            and self.exact.rows > self.live_rows)
         if renew and not self.exact.renewable(len(self.row_ids)):
             return None
         dim = self.dim
@@ -398,7 +429,7 @@ class VectorMatrix:
         # three times over filled the room before a quarter was masked out, and the copy
         # peaked 51 MB above the process; bench/README.md, "The in-memory copy's room and
         # its compaction".)
-        if (renew or over_budget or dead > DEAD_SHARE_MAX * rows
+        if (compact or renew or over_budget or dead > DEAD_SHARE_MAX * rows
                 or self.appended_rows + len(added.row_ids) > DEAD_SHARE_MAX * rows
                 or self.room is None or not self.room.claim(len(keep), len(added.row_ids))):
             return self._compacted(version, keep, added, added_terms, added_names, new,
@@ -699,6 +730,25 @@ class VectorCache:
                     raise
             finally:
                 self._moves += 1
+
+    def settle(self, version: int, text_bytes: int) -> bool:
+        """Once this process's writes have settled (a run's end, a burst of saves compacted):
+        the matrix of table ``version`` the patches left swapped for one compact copy of it
+        (see :meth:`VectorMatrix.compacted_copy`), as :meth:`patch` swaps a patch in, if they
+        left at least ``SETTLE_SHARE_MIN`` of its live rows' worth to score (a save or two
+        leave less: not worth a copy of it all, which holds up to ~40 MB more for a moment at
+        12k chunks). Whether it was."""
+        matrix = self._matrix
+        if matrix is None or matrix.version != version or matrix.unsettled_share < SETTLE_SHARE_MIN:
+            return False
+        # Only that matrix: a reload of the same version may have come meanwhile.
+        self.patch(version, lambda held: held.compacted_copy(text_bytes)
+                   if held is matrix else None)
+        settled = self._matrix
+        if settled is None or settled is matrix or settled.version != version:
+            return False  # failed, dropped or reloaded meanwhile (a reload catches up)
+        return_freed_memory()  # the patched copy's pages, unless a search still reads it
+        return True
 
     def _reload_soon(self) -> None:
         with self._lock:
