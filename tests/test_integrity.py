@@ -16,6 +16,7 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from rag_lsp.errors import IndexCorruptError
@@ -25,6 +26,7 @@ from rag_lsp.workspace import Workspace
 
 from .raw_lsp import RawServer
 from .test_cli import rag
+from .test_patched_matrix import record, rows_for
 
 # Not random: the same bytes every run, not a valid UTF-8 run nor a plausible float.
 GARBAGE = bytes((n * 37 + 11) % 256 for n in range(64))
@@ -286,3 +288,19 @@ def test_garbage_in_a_knowledge_file_is_reported_and_the_entries_kept(workspace)
     assert reopened.index().rebuilt_because == ""  # the code index is fine: not rebuilt
     reopened.index(full=True)
     assert {p.name: p.read_bytes() for p in data_dir.iterdir()} == kept
+
+
+def test_a_compaction_records_the_files_it_writes_before_anyone_else_writes(tmp_path):
+    """``ChunkStore.optimize`` records its own files' digests when it commits (as every
+    write does), not only when the writer's lock is let go later."""
+    store = lance_store.ChunkStore(tmp_path / "ix", 8, create=True)
+    rng = np.random.default_rng(3)
+    for path, tag in (("a.py", "alpha"), ("b.py", "beta"), ("c.py", "gamma")):
+        store.replace_files([record(path, 3)], rows_for(path, rng, 3, tag))
+    store.ensure_fts_index()
+    before = set(table_files(tmp_path / "ix", ("chunks.lance", "files.lance")))
+    store.optimize()
+    covered = set(table_files(tmp_path / "ix", ("chunks.lance", "files.lance")))
+    assert covered - before, "the compaction wrote no file"
+    recorded = json.loads((tmp_path / "ix" / INTEGRITY_NAME).read_text("utf-8"))["files"]
+    assert covered - before <= set(recorded)

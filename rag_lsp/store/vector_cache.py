@@ -361,11 +361,11 @@ class VectorMatrix:
         compact copy: no row masked out or appended in a second piece, and vectors held in
         memory written anew without the replaced rows'. A patch makes one only past
         ``DEAD_SHARE_MAX``; until then each search pays for what the patches left (at ~12k
-        chunks, after re-indexing 30 % of the files, 0.1-0.7 ms a search at the median, the
-        nearest rows 0.5-0.6 of it, in process; bench/README.md, "The in-memory copy made
-        compact once the writes settle"). ``None`` as for :meth:`patched`; the vectors move
-        in place, a move left pending, when they can (never when vectors held in memory are
-        written anew: those are copied)."""
+        chunks, after re-indexing 30 % of the files, 0.5-0.8 ms a search at the median in the
+        bench's final run, 0.1-0.8 over four, the nearest rows ~0.5 of it, in process;
+        bench/README.md, "The in-memory copy made compact once the writes settle"). ``None``
+        as for :meth:`patched`; the vectors move in place, a move left pending, when they can
+        (never when vectors held in memory are written anew: those are copied)."""
         return self.patched(self.version, (), (), text_bytes, in_place=True, compact=True)
 
     def patched(self, version: int, paths: Iterable[str], batches: Iterable[pa.RecordBatch],
