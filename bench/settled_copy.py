@@ -8,8 +8,9 @@ Each round rewrites ``--rewrite`` of its files and re-indexes them with stand-in
 model's bulk work taken out: ``paced_model``, no sleep), with the run's own settle held back,
 so the copy is left as the patches made it (rows masked out, rows appended, replaced rows'
 vectors still scored). ``Workspace.search`` (real query model) is timed with the patched copy
-and a compact copy of it in turn, query by query, the order swapped each query; both must
-give the same results. Then the store makes the patched copy compact as at a run's end (time,
+and a compact copy of it in turn, query by query, the order swapped each query (so each copy
+gets the query's model call half the time: the second search takes the cached vector); both
+must give the same results. Then the store makes the patched copy compact as at a run's end (time,
 CPU, RSS peak), and the RSS once the patched copy is let go is compared with before.
 
     .venv/bin/python bench/settled_copy.py --workdir /tmp/bench/lat12k
