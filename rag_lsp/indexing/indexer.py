@@ -455,6 +455,10 @@ class Indexer:
         # Also when nothing changed: a run killed between its last write and this build left
         # every file recorded and no full-text index (a no-op when there is one).
         self.store.ensure_fts_index()
+        # An index from before the packed fields' column gets it (under a second at 100k
+        # chunks): after the run's writes, so their rows have it too, and before a compaction,
+        # which then merges the files it adds.
+        self.store.ensure_packed_column()
         # Only when due (see ChunkStore.needs_optimize: a compaction rewrites the whole
         # table), and also when nothing changed: a large index without its vector index
         # (written by an older rag-lsp, or grown past what its index was trained on), or

@@ -20,6 +20,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -38,6 +39,7 @@ from rag_lsp.store.lance_caches import (
 )
 from rag_lsp.store.lance_queries import nearest_rows, text_rows
 from rag_lsp.store.manifest import REBUILD_HINT
+from rag_lsp.store.packed_fields import PACKED_COLUMN, PACKED_FIELDS, PACKING_SQL, pack, unpack
 from rag_lsp.store.private import private_dir
 from rag_lsp.store.replacing import Replacing, read_marker, visible_version, write_marker
 from rag_lsp.store.retraining import Outcome, compact_in_child, retrain_in_child
@@ -110,6 +112,10 @@ ROW_COLUMNS = [c for c in RESULT_COLUMNS if c != "text"]
 # tell a search which of its words a row has (VectorMatrix.rows_at); the column itself was
 # a third of the copy's columns (14 of 39 MB at 47.5k chunks).
 KEPT_COLUMNS = [c for c in ROW_COLUMNS if c != "terms"]
+# What a search reads from LanceDB for RESULT_COLUMNS where the table has the packed fields
+# (see packed_fields): three columns instead of ten. The row id (not stored: LanceDB's own)
+# finds the few rows the packed value cannot give, in their columns.
+PACKED_RESULT_COLUMNS = ("text", PACKED_COLUMN, "_rowid")
 # Chunks of code average ~0.4 KB of text (this repository: 423 bytes, at most 1.2 KB), so
 # 24 MB holds the text of ~50k chunks, where the matrix stops; generated or prose-heavy
 # workspaces with longer chunks keep reading it.
@@ -151,6 +157,9 @@ def chunk_schema(dim: int) -> pa.Schema:
             pa.field("terms", pa.string()),
             pa.field("content_hash", pa.string()),
             pa.field("vector", pa.list_(pa.float32(), dim)),
+            # id, path, lines, language, kind, symbol, defines and terms in one string,
+            # which reads back faster than they do (see rag_lsp.store.packed_fields)
+            pa.field(PACKED_COLUMN, pa.string()),
         ]
     )
 
@@ -214,6 +223,20 @@ def _recorded(method: Callable) -> Callable:
         return result
 
     return wrapper
+
+
+def _with_row_ids(columns: Sequence[str]) -> list[str]:
+    return [*columns] if "_rowid" in columns else [*columns, "_rowid"]
+
+
+def _with_packed_fields(data: pa.Table, rows: Sequence[dict]) -> pa.Table:
+    """``data`` (``rows`` as a table of the chunks' schema) with its rows' packed fields, if
+    the schema has their column."""
+    at = data.schema.get_field_index(PACKED_COLUMN)
+    if at < 0:
+        return data
+    return data.set_column(at, data.schema.field(at), pa.array([pack(row) for row in rows],
+                                                                type=pa.string()))
 
 
 def _tables_missing(index_dir: Path, names: Sequence[str]) -> IndexCorruptError:
@@ -310,6 +333,7 @@ class ChunkStore:
             # (folder, version) the reads' handle is at: a rebuild swapped in can have the same
             # version number in another folder
             self._view_at: tuple | None = None
+            self._view_packed = False  # whether the version there has PACKED_COLUMN
             self._view_folder = _identity(self._chunks_dir())
             self._view_lock = threading.Lock()
             # The latest version, asked of LanceDB only when a commit may have moved it
@@ -434,6 +458,11 @@ class ChunkStore:
 
     def _reading_at(self, version: int):  # -> lancedb.table.Table
         """The reads' handle moved to ``version``, the one a read took."""
+        return self._checked_out(version)[0]
+
+    def _checked_out(self, version: int) -> tuple[Any, bool]:
+        """:meth:`_reading_at`, and whether the version the handle is at has the packed
+        fields (asked of the same checkout)."""
         with self._view_lock:
             folder = _identity(self._chunks_dir())  # before the checkout: a swap after it
             if self._view_at != (folder, version):  # makes the next read check out again
@@ -445,7 +474,7 @@ class ChunkStore:
                     # The folder went aside: another process is moving a rebuilt index into
                     # place (LiveIndex.read waits for it, then reads the new build).
                     raise _tables_missing(self.index_dir, [CHUNKS]) from exc
-            return self._view
+            return self._view, self._view_packed
 
     def _check_out(self, folder: tuple[int, int] | None, version: int) -> None:
         """The reads' handle, on the chunks folder ``folder``, moved to ``version``."""
@@ -464,7 +493,45 @@ class ChunkStore:
                 if self._reads:
                     self._read_version = version
             self._view.checkout(version)
+        # once per version read: an index written before the column has none until its
+        # writer adds it (ensure_packed_column). Before the handle counts as checked out.
+        self._view_packed = PACKED_COLUMN in self._view.schema.names
         self._view_at = (folder, version)
+
+    def _reading_rows(self) -> tuple[Any, Sequence[str]]:
+        """The reads' handle (see :meth:`_reading`) and the columns a search reads rows back
+        with there: ``PACKED_RESULT_COLUMNS`` where that version has the packed fields, else
+        ``RESULT_COLUMNS``. Rows read with them go through :meth:`_rows_read`, with the same
+        handle (columns may be added to any list given)."""
+        table, packed = self._checked_out(self._version_read())
+        return table, PACKED_RESULT_COLUMNS if packed else RESULT_COLUMNS
+
+    @staticmethod
+    def _rows_read(table: Any, rows: list[dict], *, keep_row_ids: bool = False) -> list[dict]:
+        """``rows``, read from ``table`` with the columns :meth:`_reading_rows` gave, with
+        the fields of ``RESULT_COLUMNS``: from the packed column, and for the few rows it
+        cannot give them (a field holding its separator, a null field, rows an older
+        rag-lsp wrote since the column was added) from the columns themselves, by row id;
+        their ``_rowid`` kept only if ``keep_row_ids``. A row the table no longer has by that
+        id (none expected: the same handle, the same version) is left out, not handed on
+        without its path."""
+        if not rows or PACKED_COLUMN not in rows[0]:
+            return rows
+        unread = unpack(rows)
+        if unread:
+            wanted = list(dict.fromkeys(row["_rowid"] for row in unread))
+            found = {row.pop("_rowid"): row for row in table.take_row_ids(wanted)
+                     .select([*PACKED_FIELDS, "_rowid"]).to_list()}
+            for row in unread:
+                row.update(found.get(row["_rowid"], {}))
+            if len(found) < len(wanted):
+                log.warning("%d of the rows a search read were not found by their row id",
+                            len(wanted) - len(found))
+                rows = [row for row in rows if "path" in row]
+        if not keep_row_ids:
+            for row in rows:
+                del row["_rowid"]
+        return rows
 
     def _table_at(self, version: int):  # -> lancedb.table.Table
         """A handle of its own on the chunks table at ``version``, for a read that outlasts
@@ -676,8 +743,10 @@ class ChunkStore:
                 for row, cosine in zip(in_memory, cosines, strict=True):
                     row["cosine"] = cosine
                 return in_memory
-            found = self._reading().take_row_ids(row_ids).select([*RESULT_COLUMNS, "_rowid"])
-            by_id = {row.pop("_rowid"): row for row in found.to_list()}
+            table, columns = self._reading_rows()
+            found = self._rows_read(table, table.take_row_ids(row_ids)
+                                    .select(_with_row_ids(columns)).to_list(), keep_row_ids=True)
+            by_id = {row.pop("_rowid"): row for row in found}
             # Else the rows came from a build swapped in meanwhile, or some moved: the copy
             # searched may be the one from before this process's write (see
             # VectorCache.current) while the read is of the table after it.
@@ -686,8 +755,10 @@ class ChunkStore:
                         for row_id, cosine in zip(row_ids, cosines, strict=True)]
         # LanceDB uses any index there is
         indexed = self._ann(self._version_read())[2] is not None
-        rows = nearest_rows(self._reading(), vector, columns=[*RESULT_COLUMNS, "_distance"],
-                            limit=limit, where=where, tune=approximate if indexed else None)
+        table, columns = self._reading_rows()
+        rows = self._rows_read(table, nearest_rows(
+            table, vector, columns=[*columns, "_distance"], limit=limit, where=where,
+            tune=approximate if indexed else None))
         for row in rows:
             row["cosine"] = 1.0 - float(row.pop("_distance"))
         return rows
@@ -739,12 +810,15 @@ class ChunkStore:
         matrix = matrix if with_vectors else None
         if matrix is not None and matrix.version != self._version_read():
             matrix = None  # the copy from before this process's write: rows may have moved
-        columns = [*RESULT_COLUMNS, "_score"]
+        table, columns = self._reading_rows()
+        columns = [*columns, "_score"]
         if with_vectors and matrix is None:
             columns.append("vector")
         self._search_mark.searched()
-        rows = text_rows(self._reading(), text, column=column, columns=columns, limit=limit,
-                         where=where, with_row_id=matrix is not None)
+        keep_row_ids = matrix is not None  # to find each row's vector in the copy
+        rows = self._rows_read(table, text_rows(
+            table, text, column=column, columns=columns, limit=limit, where=where,
+            with_row_id=keep_row_ids), keep_row_ids=keep_row_ids)
         if matrix is not None:
             if self.moved():  # the rows came from a build swapped in meanwhile: not the matrix's
                 return self.text_search(text, limit, where, column=column,
@@ -773,8 +847,10 @@ class ChunkStore:
             return None
         vectors = matrix.exact_vectors(positions) if with_vectors else None
         if rows is None:
-            found = self._reading().take_row_ids(row_ids).select([*RESULT_COLUMNS, "_rowid"])
-            by_id = {row.pop("_rowid"): row for row in found.to_list()}
+            table, columns = self._reading_rows()
+            found = self._rows_read(table, table.take_row_ids(row_ids)
+                                    .select(_with_row_ids(columns)).to_list(), keep_row_ids=True)
+            by_id = {row.pop("_rowid"): row for row in found}
             if len(by_id) < len(row_ids) or self.moved():  # rows went or a rebuild came
                 return None
             rows = [by_id[row_id] for row_id in row_ids]
@@ -865,7 +941,8 @@ class ChunkStore:
         with self._write_lock:
             self._settle_replace()
             paths = in_list("path", changed)
-            data = pa.Table.from_pylist(chunk_rows, schema=self._chunks.schema)
+            data = _with_packed_fields(pa.Table.from_pylist(chunk_rows, schema=self._chunks.schema),
+                                       chunk_rows)
             if not removed and self._chunks.count_rows(paths) == 0:
                 # New files (a first index): an append is one commit, and cheap.
                 if chunk_rows:
@@ -961,10 +1038,10 @@ class ChunkStore:
 
     @contextmanager
     def _moving_rows(self) -> Iterator[None]:
-        """Around a compaction or an index build of this process or of its retraining child
-        (the caller holds the write lock): the chunks stay what they were, some at other row
-        ids, so the in-memory copy only needs their new row ids (an index run compacts every
-        few batches: each left searches asking LanceDB until a reload)."""
+        """Around a compaction, an index build or a column added, of this process or of its
+        retraining child (the caller holds the write lock): the chunks stay what they were,
+        some at other row ids, so the in-memory copy only needs their new row ids (an index
+        run compacts every few batches: each left searches asking LanceDB until a reload)."""
         with self._own_write(self._relabelled):
             yield
 
@@ -1050,6 +1127,26 @@ class ChunkStore:
                 )
             self._fts_since = self._chunks.version
             self._fts_ready = True
+
+    @_recorded
+    def ensure_packed_column(self) -> bool:
+        """Give an index written before the packed fields existed their column (see
+        :mod:`rag_lsp.store.packed_fields`): one commit that computes it for every row and
+        moves none. Whether it did. It only makes searches faster, so a failure (a full
+        disk) is logged and the index searched as it is, from the columns, until a later
+        run tries again."""
+        with self._write_lock:
+            self._settle_replace()
+            if PACKED_COLUMN in self._chunks.schema.names:
+                return False
+            try:
+                with self._moving_rows():
+                    self._chunks.add_columns({PACKED_COLUMN: PACKING_SQL})
+            except (OSError, RuntimeError, ValueError) as exc:
+                log.warning("could not add the packed fields' column to %s (searches read "
+                            "the columns instead): %s", self.index_dir, exc)
+                return False
+            return True
 
     def settle_copy(self) -> bool:
         """Once this process's writes have settled (an index run's end, a burst of saves

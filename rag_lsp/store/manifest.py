@@ -11,7 +11,9 @@ from rag_lsp.errors import IndexCorruptError, IndexMismatchError
 from rag_lsp.store.private import private_dir, write_private
 
 # Bumped whenever chunk boundaries, embedded text or table columns change; an index of an
-# older version is rebuilt by the next indexing run. 2: contextual chunk headers.
+# older version is rebuilt by the next indexing run. 2: contextual chunk headers. (Not for
+# a column an index can be given in place, as the packed fields were: see
+# ChunkStore.ensure_packed_column.)
 SCHEMA_VERSION = 2
 MANIFEST_NAME = "manifest.json"
 REBUILD_HINT = "Run `rag-lsp index --full` to rebuild the index from the workspace."
