@@ -59,10 +59,12 @@ def counting_packed_rows() -> list[int]:
     return count
 
 
-def compare(ws, store, queries: list[str]) -> tuple[dict, int, dict]:  # noqa: ANN001
+def compare(ws, store, queries: list[str], counter: list[int]  # noqa: ANN001
+            ) -> tuple[dict, int, dict]:
     """Each query searched each way in turn, the order swapped each query: each way's times,
     the number of queries whose results differ between the two, and the rows each way read
-    from the packed column (none for the columns, else the bench measures nothing)."""
+    from the packed column by ``counter`` (none for the columns, else the bench measures
+    nothing)."""
     from rag_lsp.store.lance_store import RESULT_COLUMNS
 
     packed_way = store._reading_rows  # noqa: SLF001 - the reads' columns, as the store picks
@@ -73,7 +75,6 @@ def compare(ws, store, queries: list[str]) -> tuple[dict, int, dict]:  # noqa: A
     ways = {"columns": columns_way, "packed": packed_way}
     times = {way: {part: [] for part in PARTS} for way in ways}
     packed_rows = dict.fromkeys(ways, 0)
-    counter = counting_packed_rows()
     differ = 0
     for n, query in enumerate(queries):
         answers = set()
@@ -140,9 +141,10 @@ def run(args: argparse.Namespace) -> dict:
                 f"+{out['column_added']['rss_peak_above_mb']} MB")
         for query in server_latency.make_queries(40, 99):  # the caches and the model warm
             ws.search(query)
+        counter = counting_packed_rows()
         for round_ in range(args.rounds):
             times, differ, packed_rows = compare(
-                ws, store, server_latency.make_queries(args.queries, 20 + round_))
+                ws, store, server_latency.make_queries(args.queries, 20 + round_), counter)
             out["rounds"].append({
                 "queries": args.queries, "answers_differ": differ,
                 "rows_read_packed": packed_rows,
