@@ -242,3 +242,28 @@ def test_the_bulk_session_is_let_go_when_idle_and_made_again_when_needed(embedde
     assert not embedder.holds_bulk_session
     again = embedder.embed(texts)
     np.testing.assert_allclose(again, first, atol=1e-6)
+
+
+def test_texts_are_tokenized_a_slice_at_a_time_into_compact_ids(embedder, reference,
+                                                                  monkeypatch):
+    """Indexing keeps its texts' word-piece ids as int32 arrays, tokenized TOKENIZE_SLICE
+    texts at a time (the tokenizer's encodings of a whole batch weighed far more), and
+    embeds them to the same vectors."""
+    texts, expected = reference
+    tokenizer = embedder._tokenizer  # noqa: SLF001
+    whole = [e.ids for e in tokenizer.encode_batch(texts)]
+    calls = []
+
+    class Counting:  # the tokenizer, its calls counted
+        def encode_batch(self, batch):
+            calls.append(len(batch))
+            return tokenizer.encode_batch(batch)
+
+    monkeypatch.setattr(embedder_module, "TOKENIZE_SLICE", 2)
+    monkeypatch.setattr(embedder, "_tokenizer", Counting())
+    ids = embedder._token_ids(texts)  # noqa: SLF001
+    assert len(texts) > 2 and calls == [2] * (len(texts) // 2) + [1] * (len(texts) % 2)
+    assert all(isinstance(one, np.ndarray) and one.dtype == np.int32 for one in ids)
+    assert [one.tolist() for one in ids] == whole
+    cosines = (embedder.embed(texts) * expected).sum(axis=1)
+    assert cosines.min() >= 0.9999

@@ -40,6 +40,12 @@ DEFAULT_BATCH_SIZE = 32
 # (bench/embed_throughput.py: ~10% over fixed batches of 16), so long texts go 4 at a time
 # and short ones up to the batch size.
 MAX_BATCH_TOKENS = 1024
+# Texts tokenized at once for indexing, their word-piece ids then kept as int32 arrays while
+# the model embeds the batch (see _token_ids). The tokenizer's encodings of 512 chunks of
+# code (235 word-pieces each) held 21 MB, their ids so kept 6; through the server a re-index
+# at 100k chunks peaked at 392 / 395 MB against 400-414 (bench/README.md, "A batch's texts
+# held as their word-piece ids").
+TOKENIZE_SLICE = 128
 # The session that embeds in bulk (indexing) holds ~135 MB and its arena ~60–110 MB more: it
 # is let go after this long unused, so a server whose index is current does not keep it, and
 # made again by the next batch.
@@ -216,12 +222,12 @@ class OnnxEmbedder:
         if not texts:
             return out
         size = batch_size or self.batch_size
-        encodings = self._tokenizer.encode_batch(list(texts))
-        lengths = [len(e.ids) for e in encodings]
+        token_ids = self._token_ids(texts)
+        lengths = [len(ids) for ids in token_ids]
         bulk = self._take_bulk()
         try:
             for batch in self._batches(lengths, size):
-                ids = [encodings[i].ids for i in batch]
+                ids = [token_ids[i] for i in batch]
                 try:
                     out[batch] = self._run_bulk(bulk, ids, before_batch)
                 except WorkerExited as exc:  # killed (out of memory?): once more, in a new one
@@ -234,7 +240,18 @@ class OnnxEmbedder:
             self._put_bulk()
         return out
 
-    def _run_bulk(self, bulk: BulkRunner, ids: list[list[int]],
+    def _token_ids(self, texts: Sequence[str]) -> list[np.ndarray]:
+        """Each text's word-piece ids, as a compact array, tokenized a slice at a time: the
+        tokenizer's encodings also hold each word-piece's text, offsets and masks, and an
+        indexing batch's texts stay tokenized until the model has embedded them all
+        (TOKENIZE_SLICE)."""
+        ids: list[np.ndarray] = []
+        for start in range(0, len(texts), TOKENIZE_SLICE):
+            ids.extend(np.asarray(encoding.ids, dtype=np.int32) for encoding in
+                       self._tokenizer.encode_batch(list(texts[start:start + TOKENIZE_SLICE])))
+        return ids
+
+    def _run_bulk(self, bulk: BulkRunner, ids: list[np.ndarray],
                   before_batch: Callable[[], None] | None) -> np.ndarray:
         if before_batch is None:
             return bulk.run(ids, interruptible=False)
