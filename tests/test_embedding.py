@@ -250,20 +250,32 @@ def test_texts_are_tokenized_a_slice_at_a_time_into_compact_ids(embedder, refere
     texts at a time (the tokenizer's encodings of a whole batch weighed far more), and
     embeds them to the same vectors."""
     texts, expected = reference
-    tokenizer = embedder._tokenizer  # noqa: SLF001
+    tokenizer = embedder._tokenizer
     whole = [e.ids for e in tokenizer.encode_batch(texts)]
-    calls = []
+    calls, given = [], []
 
     class Counting:  # the tokenizer, its calls counted
         def encode_batch(self, batch):
             calls.append(len(batch))
             return tokenizer.encode_batch(batch)
 
-    monkeypatch.setattr(embedder_module, "TOKENIZE_SLICE", 2)
+    run_bulk = embedder._run_bulk
+
+    def seen(bulk, ids, *args, **kwargs):
+        given.extend(ids)
+        return run_bulk(bulk, ids, *args, **kwargs)
+
+    monkeypatch.setattr(embedder_module, "TOKENIZE_SLICE", 3)
     monkeypatch.setattr(embedder, "_tokenizer", Counting())
-    ids = embedder._token_ids(texts)  # noqa: SLF001
-    assert len(texts) > 2 and calls == [2] * (len(texts) // 2) + [1] * (len(texts) % 2)
+    monkeypatch.setattr(embedder, "_run_bulk", seen)
+    slices = [3] * (len(texts) // 3) + [len(texts) % 3] * bool(len(texts) % 3)
+    assert len(texts) % 3  # a short last slice too
+    ids = embedder._token_ids(texts)
+    assert calls == slices
     assert all(isinstance(one, np.ndarray) and one.dtype == np.int32 for one in ids)
     assert [one.tolist() for one in ids] == whole
+    calls.clear()
     cosines = (embedder.embed(texts) * expected).sum(axis=1)
+    assert calls == slices  # what embed() tokenizes, it tokenizes so
+    assert len(given) == len(texts) and all(one.dtype == np.int32 for one in given)
     assert cosines.min() >= 0.9999

@@ -48,7 +48,8 @@ def pace(embedder_class: type, seconds_a_text: float) -> None:
         time.sleep(seconds_a_text * len(ids))
         out = np.empty((len(ids), self.dimension), dtype=np.float32)
         for row, token_ids in enumerate(ids):
-            digest = hashlib.blake2b(repr(list(token_ids)).encode(), digest_size=8).digest()
+            digest = hashlib.blake2b(np.asarray(token_ids, dtype=np.int32).tobytes(),
+                                     digest_size=8).digest()
             vector = np.random.default_rng(int.from_bytes(digest, "little")).standard_normal(
                 self.dimension)
             out[row] = vector / np.linalg.norm(vector)

@@ -29,6 +29,7 @@ import struct
 import subprocess
 import sys
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import BinaryIO
 
@@ -118,7 +119,8 @@ class BulkWorker:
     def pid(self) -> int:
         return self._process.pid
 
-    def run(self, ids_list: list[list[int]], *, interruptible: bool) -> np.ndarray:
+    def run(self, ids_list: Sequence[Sequence[int] | np.ndarray], *,
+            interruptible: bool) -> np.ndarray:
         """The batch's vectors. Raises :class:`BatchInterrupted` when an ``interruptible``
         call was stopped, :class:`WorkerExited` when the child is gone."""
         input_ids, mask = padded(ids_list)

@@ -40,11 +40,11 @@ DEFAULT_BATCH_SIZE = 32
 # (bench/embed_throughput.py: ~10% over fixed batches of 16), so long texts go 4 at a time
 # and short ones up to the batch size.
 MAX_BATCH_TOKENS = 1024
-# Texts tokenized at once for indexing, their word-piece ids then kept as int32 arrays while
-# the model embeds the batch (see _token_ids). The tokenizer's encodings of 512 chunks of
-# code (235 word-pieces each) held 21 MB, their ids so kept 6; through the server a re-index
-# at 100k chunks peaked at 392 / 395 MB against 400-414 (bench/README.md, "A batch's texts
-# held as their word-piece ids").
+# Texts per tokenizer call in embed(): only their ids are kept (int32 arrays) while the model
+# embeds the batch, so at most one slice's full encodings (each word-piece's text, offsets and
+# masks) exist at once, a few MB, and the tokenizer still gets enough texts a call. Not tuned;
+# what the encodings of a whole batch held: bench/README.md, "A batch's texts held as their
+# word-piece ids".
 TOKENIZE_SLICE = 128
 # The session that embeds in bulk (indexing) holds ~135 MB and its arena ~60–110 MB more: it
 # is let go after this long unused, so a server whose index is current does not keep it, and
@@ -75,7 +75,8 @@ class _SessionRunner:
         self._lock = threading.Lock()
         self._runs: set[ort.RunOptions] = set()
 
-    def run(self, ids_list: list[list[int]], *, interruptible: bool) -> np.ndarray:
+    def run(self, ids_list: Sequence[Sequence[int] | np.ndarray], *,
+            interruptible: bool) -> np.ndarray:
         input_ids, mask = padded(ids_list)
         if not interruptible:
             return run_pooled(self.session, input_ids, mask)
@@ -241,14 +242,14 @@ class OnnxEmbedder:
         return out
 
     def _token_ids(self, texts: Sequence[str]) -> list[np.ndarray]:
-        """Each text's word-piece ids, as a compact array, tokenized a slice at a time: the
-        tokenizer's encodings also hold each word-piece's text, offsets and masks, and an
-        indexing batch's texts stay tokenized until the model has embedded them all
-        (TOKENIZE_SLICE)."""
+        """Each text's word-piece ids as an int32 array, tokenized TOKENIZE_SLICE texts at a
+        time, so that only one slice's encodings exist at once: an indexing batch's texts
+        stay tokenized until the model has embedded them all."""
+        texts = list(texts)
         ids: list[np.ndarray] = []
         for start in range(0, len(texts), TOKENIZE_SLICE):
             ids.extend(np.asarray(encoding.ids, dtype=np.int32) for encoding in
-                       self._tokenizer.encode_batch(list(texts[start:start + TOKENIZE_SLICE])))
+                       self._tokenizer.encode_batch(texts[start:start + TOKENIZE_SLICE]))
         return ids
 
     def _run_bulk(self, bulk: BulkRunner, ids: list[np.ndarray],

@@ -4,6 +4,7 @@ the bulk worker process (``bulk_worker.py``), which imports nothing else of rag-
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -44,7 +45,7 @@ def arena_given_back() -> ort.RunOptions:
     return options
 
 
-def padded(ids_list: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+def padded(ids_list: Sequence[Sequence[int] | np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """Token ids and attention mask of a batch, padded to its longest member."""
     longest = max(len(ids) for ids in ids_list)
     input_ids = np.zeros((len(ids_list), longest), dtype=np.int64)
