@@ -2,9 +2,10 @@
 during it and without.
 
 Past ``POSTINGS_MAX_ROWS`` (50k) chunks every lexical search reads LanceDB's full-text index,
-and each row outside it one by one, so while searches come an indexing run folds every batch
-into it (a compaction: ``FOLD_AFTER_SEARCH_SECONDS`` in ``rag_lsp/indexing/indexer.py``);
-else it compacts every ``OPTIMIZE_EVERY_BATCHES`` batches. Each compaction also adds the new
+and each row outside it one by one, so there an indexing run folds every batch into it as it
+is written (a compaction), in batches of ``LARGE_INDEX_BATCH_CHUNKS`` (2,048; see
+``rag_lsp/indexing/indexer.py``); below it, batches of 512, compacted every
+``OPTIMIZE_EVERY_BATCHES``. Each compaction also adds the new
 rows to the ANN index as a segment of its own, and past ``MAX_SEGMENTS`` the index is trained
 again in a child process. This bench builds the same generated workspace's first index
 (stand-in vectors drawn from a hash of each chunk's text: the store's work in minutes, where
@@ -13,8 +14,8 @@ the model's would take an hour) in up to three ways, each in a fresh process:
 - ``quiet``: no search during the run;
 - ``searched``: a lexical search every ``--interval`` seconds from the main thread, the run
   on a thread below its priority, as in the server;
-- ``searched-every-4th``: the same searches, with the fold after every batch turned off
-  (``FOLD_AFTER_SEARCH_SECONDS = 0``), as rag-lsp indexed before 708798c.
+- ``searched-small-batches``: the same searches, past 50k chunks in batches of 512 each
+  folded in, as rag-lsp indexed while searched before the sixty-ninth session.
 
 For each: the run's seconds, its compactions (``ChunkStore.optimize``: calls, seconds, those
 past 50k chunks) and ANN trainings in a child (calls, seconds), and the searches' p50 / p95 /
@@ -41,7 +42,7 @@ from bench_basics import pct
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).resolve().parent / "results"
-BUILDS = ("quiet", "searched", "searched-every-4th")
+BUILDS = ("quiet", "searched", "searched-small-batches")
 
 
 def one_build(build: str, work: Path, interval: float) -> dict:
@@ -58,8 +59,8 @@ def one_build(build: str, work: Path, interval: float) -> dict:
     from rag_lsp.store import lance_store
     from rag_lsp.workspace import Workspace, load_embedder
 
-    if build == "searched-every-4th":
-        indexer.FOLD_AFTER_SEARCH_SECONDS = 0.0
+    if build == "searched-small-batches":
+        indexer.LARGE_INDEX_BATCH_CHUNKS = indexer.WRITE_BATCH_CHUNKS
     calls: dict[str, list[tuple[int, float]]] = {"optimize": [], "retrain": []}
 
     def timed(function, key: str):

@@ -2,8 +2,8 @@
 on the chunks table after a batch of new rows, with every index of the table, and without
 each index in turn.
 
-Past 50k chunks an index run that searches are reading folds every batch into the indexes
-(``ChunkStore.optimize``; ``rag_lsp.indexing.indexer.FOLD_AFTER_SEARCH_SECONDS``), in the
+Past 50k chunks an index run folds every batch into the indexes as it is written
+(``ChunkStore.optimize``; ``rag_lsp.indexing.indexer.LARGE_INDEX_BATCH_CHUNKS``), in the
 language server's own process, and at 100k chunks that step is the highest of a re-index in
 process (bench/README.md, "What a fold of a batch holds at 100k chunks"). This bench
 measures LanceDB's step alone, without the store around it: for each variant a fresh copy of
@@ -218,7 +218,8 @@ def main() -> int:
     where.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--rows", type=int, default=512,
                         help="new rows a round appends before it folds (512: an index "
-                             "run's batch)")
+                             "run's batch below 50k chunks, 2,048 past it; the fold holds "
+                             "as much either way)")
     parser.add_argument("--rounds", type=int, default=3, help="folds a variant (3)")
     parser.add_argument("--drop", nargs="*", default=[], help=argparse.SUPPRESS)
     parser.add_argument("--json", action="store_true", help="print one JSON object instead")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 
 import pytest
 
@@ -254,59 +253,67 @@ def test_rows_outside_the_full_text_index_past_a_number_make_a_compaction_due(
     assert store._unindexed_rows() == 0  # noqa: SLF001
 
 
-def test_past_the_postings_size_a_run_folds_each_batch_while_searches_come(
-        workspace, sample_root, monkeypatch):
+def test_past_the_postings_size_a_run_folds_larger_batches_each(workspace, sample_root,
+                                                                 monkeypatch):
     """Past POSTINGS_MAX_ROWS chunks every lexical search reads the rows outside LanceDB's
-    full-text index one by one: there a run compacts after each of its batches for
-    FOLD_AFTER_SEARCH_SECONDS after a search read that index (in this process, or in another
-    one sharing the index: the mark file), and else (below that size, or with no search
-    lately) every OPTIMIZE_EVERY_BATCHES batches."""
+    full-text index one by one: there a run embeds LARGE_INDEX_BATCH_CHUNKS chunks a batch,
+    writes them in groups of WRITE_BATCH_CHUNKS back to back, and folds each full batch in
+    at once, searched or not (a save's few chunks wait for the compaction after saves
+    settle); below it, batches of WRITE_BATCH_CHUNKS, folded every OPTIMIZE_EVERY_BATCHES."""
     from rag_lsp.indexing import indexer as indexer_module
     from rag_lsp.store import lance_store
-    from rag_lsp.store.search_mark import MARK_NAME, SearchMark
 
-    monkeypatch.setattr(indexer_module, "WRITE_BATCH_CHUNKS", 1)  # a batch a file
-    compactions = []
+    monkeypatch.setattr(indexer_module, "WRITE_BATCH_CHUNKS", 1)  # a group a file
+    monkeypatch.setattr(indexer_module, "LARGE_INDEX_BATCH_CHUNKS", 2)  # two files a batch
+    steps: list[str] = []  # "embed N", "write N", "fold" in their order
     optimize = lance_store.ChunkStore.optimize
+    replace_files = lance_store.ChunkStore.replace_files
+    embed = workspace.embedder.embed
 
-    def counted(self, *args, **kwargs):
-        compactions.append(self._unindexed_rows())  # noqa: SLF001
+    def counted_fold(self, *args, **kwargs):
+        steps.append(f"fold {self._unindexed_rows()}")  # noqa: SLF001
         return optimize(self, *args, **kwargs)
 
-    monkeypatch.setattr(lance_store.ChunkStore, "optimize", counted)
+    def counted_write(self, records, rows, *args, **kwargs):
+        steps.append(f"write {len(records)}")
+        return replace_files(self, records, rows, *args, **kwargs)
+
+    def counted_embed(texts, *args, **kwargs):
+        steps.append(f"embed {len(texts)}")
+        return embed(texts, *args, **kwargs)
+
+    monkeypatch.setattr(lance_store.ChunkStore, "optimize", counted_fold)
+    monkeypatch.setattr(lance_store.ChunkStore, "replace_files", counted_write)
+    monkeypatch.setattr(workspace.embedder, "embed", counted_embed)
 
     def write_run(prefix: str) -> None:
-        for n in range(4):
+        for n in range(4):  # one chunk a file
             (sample_root / f"src/{prefix}_{n}.py").write_text(
                 f"def {prefix}_step_{n}(x):\n    return x + {n}\n", encoding="utf-8")
-        compactions.clear()
+        steps.clear()
         assert workspace.index().files_indexed == 4
 
-    def lexical_search(name: str) -> str:
-        return workspace.search(name, top_k=1, mode="lexical").results[0].path
-
     write_run("small")
-    assert len(compactions) <= 2  # every fourth batch, and at the end if one is due
+    assert steps[:7] == ["embed 1", "write 1"] * 3 + ["embed 1"]
+    assert steps[7] == "write 1" and steps[8].startswith("fold ")  # the fourth batch
     monkeypatch.setattr(lance_store, "POSTINGS_MAX_ROWS", 0)  # as past 50k chunks
-    write_run("quiet")  # no search since the index grew past the size
-    assert len(compactions) <= 2
+    write_run("large")  # nobody searches: the same
+    assert steps == ["embed 2", "write 1", "write 1", "fold 2"] * 2
     store = workspace._open_store()  # noqa: SLF001
-    SearchMark(store.index_dir).searched()  # another process sharing the index searched
-    write_run("marked")
-    assert len(compactions) == 4
-    mark = store.index_dir / MARK_NAME
-    os.utime(mark, (time.time() - 600, time.time() - 600))  # long ago
-    assert not store.full_text_searched_within(indexer_module.FOLD_AFTER_SEARCH_SECONDS)
-    assert lexical_search("quiet_step_1") == "src/quiet_1.py"  # this process searches
-    assert store.full_text_searched_within(indexer_module.FOLD_AFTER_SEARCH_SECONDS)
-    assert time.time() - mark.stat().st_mtime < 60  # and tells the other processes
-    write_run("large")
-    assert len(compactions) == 4 and all(rows > 0 for rows in compactions)
     assert store._unindexed_rows() == 0  # noqa: SLF001
-    assert lexical_search("large_step_3") == "src/large_3.py"
-    monkeypatch.setattr(indexer_module, "FOLD_AFTER_SEARCH_SECONDS", 0.0)  # that search is old
-    write_run("later")
-    assert len(compactions) <= 2
+    assert workspace.search("large_step_3", top_k=1, mode="lexical").results[0].path == (
+        "src/large_3.py")
+    # A save's few chunks wait for the compaction the server asks for once saves settle.
+    (sample_root / "src/large_0.py").write_text("def saved_step(x):\n    return x\n",
+                                                encoding="utf-8")
+    steps.clear()
+    workspace.update(["src/large_0.py"])
+    assert steps == ["embed 1", "write 1"]
+    assert store._unindexed_rows() > 0  # noqa: SLF001
+    assert workspace.search("saved_step", top_k=1, mode="lexical").results[0].path == (
+        "src/large_0.py")
+    workspace.compact()
+    assert steps[-1].startswith("fold ") and store._unindexed_rows() == 0  # noqa: SLF001
 
 
 def test_a_file_saved_again_and_again_makes_a_compaction_due(workspace, sample_root,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from functools import partial
@@ -47,22 +47,30 @@ log = logging.getLogger(__name__)
 # Chunks gathered before one embed + write round: large enough to batch well, small enough
 # that search sees progress often and a crash loses little.
 WRITE_BATCH_CHUNKS = 512
+# Past the size where searches answer from postings in memory (POSTINGS_MAX_ROWS), every
+# lexical search reads LanceDB's full-text index, which reads each row outside it one by one
+# (at 100k chunks a search's median went from 35 ms to 46, 59 and 74 after one, two and three
+# batches; bench/README.md, "Full-text index folded after every batch past 50k chunks"). So
+# there each batch is folded in as soon as it is written, and batches are this large: a fold
+# takes ~0.7-1.2 s at 100k chunks whatever the batch (it merges the whole index), the searches
+# beside it are the slowest of a run, and each one adds a segment to the ANN index, which is
+# trained again past MAX_SEGMENTS. Four batches' worth: a run folds as often as one nobody
+# searched did with batches of 512, a searched one four times less often (through the server
+# at 100k, over two re-indexes and ten saves, 5 folds and one training against 16 and 4, and
+# RSS while re-indexing 384-403 MB against 385-412; bench/README.md, "Fewer, larger batches
+# past 50k chunks"). Such a batch is embedded at once and written in groups of
+# WRITE_BATCH_CHUNKS, back to back (one replace each: its rows at once held 24-28 MB more),
+# then folded. What its files hold meanwhile is searched as it was, their new words through
+# the draft (rag_lsp.store.draft).
+LARGE_INDEX_BATCH_CHUNKS = 2048
 # Renamed or deleted paths dropped in the same replace as the next write (at most one `in`
 # batch), which readers see as one step.
 REMOVALS_WITH_WRITE = 100
-# During a long run, fold new rows into the full-text index and compact every this many
-# batches: searches meanwhile scan unindexed rows and small fragments, which grows their
-# latency with every batch (bench/server_latency.py, search during a re-index). Past the size
-# where searches answer from postings in memory (POSTINGS_MAX_ROWS), after every batch
-# while searches come (see FOLD_AFTER_SEARCH_SECONDS).
+# Below POSTINGS_MAX_ROWS, during a long run, fold new rows into the full-text index and
+# compact every this many batches: searches meanwhile scan unindexed rows and small
+# fragments, which grows their latency with every batch (bench/server_latency.py, search
+# during a re-index). Past it, after every batch (see LARGE_INDEX_BATCH_CHUNKS).
 OPTIMIZE_EVERY_BATCHES = 4
-# Past POSTINGS_MAX_ROWS, a run folds every batch into the full-text index for this long after
-# a lexical or hybrid search read it, in this process or another one sharing the index
-# (rag_lsp.store.search_mark). Not for longer: each compaction adds a segment to the ANN
-# index, which is trained again past MAX_SEGMENTS, so a first index of 101k chunks folding
-# every batch took 350 s against 217 (stand-in vectors: 25 trainings against 7;
-# bench/README.md, "Full-text index folded after every batch only while searches come").
-FOLD_AFTER_SEARCH_SECONDS = 60.0
 # New or changed files a pass must have before it drafts them (see rag_lsp.store.draft): a
 # few files are embedded within seconds anyway.
 DRAFT_MIN_FILES = 20
@@ -87,6 +95,21 @@ class _Pending:
     chunks: list[Chunk]
     language: str
     weight: int  # its share of the run's work (see _Meter)
+
+
+def _write_groups(pending: list[_Pending], chunks: int) -> Iterator[list[_Pending]]:
+    """``pending`` in consecutive groups of at least ``chunks`` chunks (the last may have
+    fewer)."""
+    group: list[_Pending] = []
+    gathered = 0
+    for item in pending:
+        group.append(item)
+        gathered += len(item.chunks)
+        if gathered >= chunks:
+            yield group
+            group, gathered = [], 0
+    if group:
+        yield group
 
 
 def _weight(scanned: ScannedFile) -> int:
@@ -320,6 +343,7 @@ class Indexer:
                        unchanged: list[FileRecord]) -> None:
         pending: list[_Pending] = []
         pending_chunks = 0
+        batch_chunks = self._batch_chunks()
         total = len(files)
         for done, scanned in enumerate(files, start=1):
             if scanned.path not in to_check:
@@ -336,9 +360,12 @@ class Indexer:
                     pending.append(item)
                     pending_chunks += len(item.chunks)
             meter.files_done = done
-            if pending_chunks >= WRITE_BATCH_CHUNKS or (done == total and pending):
+            if pending_chunks >= batch_chunks or (done == total and pending):
+                full = pending_chunks >= batch_chunks
                 self._write(pending, report, meter)
                 pending, pending_chunks = [], 0
+                self._fold_if_due(full)
+                batch_chunks = self._batch_chunks()  # a first index may grow past the size
             if done % 25 == 0 or done == total:
                 meter.notify()
 
@@ -400,55 +427,70 @@ class Indexer:
             if self._shared_cache is not None:
                 self._shared_cache.put(new.items())
             fresh.update(new)
-        rows: list[dict] = []
-        position = 0
-        for item in pending:
-            ids = ChunkIds(item.record.path)
-            for chunk in item.chunks:
-                self._pause()  # a chunk's columns take ~0.5 ms of the interpreter
-                content_hash = hashes[position]
-                position += 1
-                known = stored.get(content_hash)
-                rows.append(
-                    {
-                        "id": ids.next(chunk.start_line, content_hash),
-                        "path": item.record.path,
-                        "start_line": chunk.start_line,
-                        "end_line": chunk.end_line,
-                        "language": item.language,
-                        "kind": chunk.kind,
-                        "symbol": chunk.symbol,
-                        "text": chunk.text,
-                        "search_text": lexical_text(chunk.text, item.record.path, chunk.context),
-                        # Derived from the embedded text alone, so a known hash has them.
-                        "defines": known.defines if known else " ".join(
-                            defined_names(chunk.text, item.language, chunk.symbol)),
-                        "terms": known.terms if known else " ".join(
-                            sorted(text_terms(f"{chunk.context}\n{chunk.text}"))),
-                        "content_hash": content_hash,
-                        "vector": known.vector if known else fresh[content_hash],
-                    }
-                )
+        # In groups of about WRITE_BATCH_CHUNKS chunks (see LARGE_INDEX_BATCH_CHUNKS).
+        hash_of = iter(hashes)
         removals, self._removals = self._removals, []
-        self.store.replace_files([item.record for item in pending], rows, removals)
-        report.chunks_written += len(rows)
+        for group in _write_groups(pending, WRITE_BATCH_CHUNKS):
+            rows = [self._row(item, chunk, ids, next(hash_of), stored, fresh)
+                    for item in group
+                    for ids in (ChunkIds(item.record.path),)
+                    for chunk in item.chunks]
+            self.store.replace_files([item.record for item in group], rows, removals)
+            removals = []
+            report.chunks_written += len(rows)
+            del rows
+            # Build the full-text index with the first batch, so lexical search works while
+            # the rest is indexed (later rows are searched unindexed until optimize folds
+            # them in).
+            self.store.ensure_fts_index()
+            if self._draft is not None:  # the real chunks answer from now on
+                self._draft.discard((item.record.path for item in group),
+                                    drafted_before=self._draft_mark)
         meter.credit(rest - credited)  # all reused, or float rounding: the batch is done
         self._batches_written += 1
-        # Build the full-text index with the first batch, so lexical search works while
-        # the rest is indexed (later rows are searched unindexed until optimize folds them in).
-        self.store.ensure_fts_index()
-        if self._draft is not None:  # the real chunks answer from now on (full text included)
-            self._draft.discard((item.record.path for item in pending),
-                                drafted_before=self._draft_mark)
-        # Past the size where searches answer from postings in memory, after every batch
-        # while searches come: there each search reads the rows outside the full-text index
-        # one by one until they are folded in (at 100k chunks a search's median went from
-        # 35 ms to 46, 59 and 74 after one, two and three batches; bench/README.md,
-        # "Full-text index folded after every batch past 50k chunks").
+
+    def _row(self, item: _Pending, chunk: Chunk, ids: ChunkIds, content_hash: str,
+             stored: dict, fresh: dict[str, np.ndarray]) -> dict:
+        """The chunks table's row of one of ``item``'s chunks (its vector from ``fresh``,
+        or with what ``stored`` holds of the same text)."""
+        self._pause()  # a chunk's columns take ~0.5 ms of the interpreter
+        known = stored.get(content_hash)
+        return {
+            "id": ids.next(chunk.start_line, content_hash),
+            "path": item.record.path,
+            "start_line": chunk.start_line,
+            "end_line": chunk.end_line,
+            "language": item.language,
+            "kind": chunk.kind,
+            "symbol": chunk.symbol,
+            "text": chunk.text,
+            "search_text": lexical_text(chunk.text, item.record.path, chunk.context),
+            # Derived from the embedded text alone, so a known hash has them.
+            "defines": known.defines if known else " ".join(
+                defined_names(chunk.text, item.language, chunk.symbol)),
+            "terms": known.terms if known else " ".join(
+                sorted(text_terms(f"{chunk.context}\n{chunk.text}"))),
+            "content_hash": content_hash,
+            "vector": known.vector if known else fresh[content_hash],
+        }
+
+    def _fold_if_due(self, full: bool) -> None:
+        """Fold the batches written into the indexes and compact, when due: every
+        OPTIMIZE_EVERY_BATCHES batches, and past POSTINGS_MAX_ROWS after each ``full`` one
+        (see LARGE_INDEX_BATCH_CHUNKS). A run's last batch is folded when the run ends, if
+        that is due (ChunkStore.needs_optimize), and the few chunks of a save once the
+        server's updates settle (rag_lsp.server.features.compaction): searches read them
+        unindexed meanwhile, ~25 us a chunk at 100k. After the batch's rows are let go of,
+        as a fold's peak is a run's highest."""
         if (self._batches_written % OPTIMIZE_EVERY_BATCHES == 0
-                or (self.store.full_text_searched_within(FOLD_AFTER_SEARCH_SECONDS)
-                    and self.store.searches_read_full_text_index())):
+                or (full and self.store.searches_read_full_text_index())):
             self.store.optimize(self._around_rewrite)
+
+    def _batch_chunks(self) -> int:
+        """Chunks the next write gathers (see LARGE_INDEX_BATCH_CHUNKS)."""
+        if self.store.searches_read_full_text_index():
+            return LARGE_INDEX_BATCH_CHUNKS
+        return WRITE_BATCH_CHUNKS
 
     def _finish(self, report: IndexReport, started: float, notify: ProgressCallback) -> None:
         notify(IndexProgress("finish", message="building the full-text index"))

@@ -43,7 +43,6 @@ from rag_lsp.store.packed_fields import PACKED_COLUMN, PACKED_FIELDS, PACKING_SQ
 from rag_lsp.store.private import private_dir
 from rag_lsp.store.replacing import Replacing, read_marker, visible_version, write_marker
 from rag_lsp.store.retraining import Outcome, compact_in_child, retrain_in_child
-from rag_lsp.store.search_mark import SearchMark
 from rag_lsp.store.sql import all_of, in_list
 from rag_lsp.store.vector_cache import VectorCache, VectorMatrix, while_process_runs
 from rag_lsp.store.vector_index import (
@@ -346,8 +345,6 @@ class ChunkStore:
             # The chunks version from which this process knows the full-text index is there
             # (0: any version a read can see); a read of an older one checks (text_search).
             self._fts_since = 0
-            # When searches last read LanceDB's full-text index: see full_text_searched_within
-            self._search_mark = SearchMark(index_dir)
             self._vectors = VectorCache(self._load_vectors)
             # ((folder, table version), rows, rows its ANN index was trained on): see _ann
             self._ann_state: tuple[tuple, int, int | None] | None = None
@@ -703,12 +700,6 @@ class ChunkStore:
         row outside its index (see MAX_UNINDEXED_ROWS)."""
         return self._chunks.count_rows() > POSTINGS_MAX_ROWS
 
-    def full_text_searched_within(self, seconds: float) -> bool:
-        """Whether a search read LanceDB's full-text index in the last ``seconds``: one of
-        this process, or of another one sharing the index (see
-        :mod:`rag_lsp.store.search_mark`)."""
-        return self._search_mark.searched_within(seconds)
-
     def _unindexed_rows(self) -> int:
         """Rows the full-text index of ``search_text`` does not cover yet (0 without one:
         :meth:`ensure_fts_index` builds it whole)."""
@@ -814,7 +805,6 @@ class ChunkStore:
         columns = [*columns, "_score"]
         if with_vectors and matrix is None:
             columns.append("vector")
-        self._search_mark.searched()
         keep_row_ids = matrix is not None  # to find each row's vector in the copy
         rows = self._rows_read(table, text_rows(
             table, text, column=column, columns=columns, limit=limit, where=where,
