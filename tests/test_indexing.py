@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from types import SimpleNamespace
 
 import pytest
 
@@ -314,6 +315,93 @@ def test_past_the_postings_size_a_run_folds_larger_batches_each(workspace, sampl
         "src/large_0.py")
     workspace.compact()
     assert steps[-1].startswith("fold ") and store._unindexed_rows() == 0  # noqa: SLF001
+
+
+
+def test_a_large_batch_is_written_in_groups_of_whole_files():
+    """A batch past the size is written in groups of at least the given chunks, a file never
+    split, every file once and in order; the last group may be smaller."""
+    from rag_lsp.indexing.indexer import _write_groups
+
+    def item(name: str, chunks: int):
+        return SimpleNamespace(name=name, chunks=[object()] * chunks)
+
+    pending = [item("a", 1), item("b", 2), item("c", 5), item("d", 1), item("e", 1)]
+    groups = [[i.name for i in group] for group in _write_groups(pending, 3)]
+    assert groups == [["a", "b"], ["c"], ["d", "e"]]
+    assert [[i.name for i in g] for g in _write_groups(pending[:1], 3)] == [["a"]]
+    assert list(_write_groups([], 3)) == []
+
+
+def test_a_first_index_growing_past_the_size_takes_larger_batches_from_then_on(
+        workspace, sample_root, monkeypatch):
+    """The batch size is chosen again after each write, so a run that takes the index past
+    POSTINGS_MAX_ROWS gathers LARGE_INDEX_BATCH_CHUNKS chunks a batch from then on."""
+    from rag_lsp.indexing import indexer as indexer_module
+    from rag_lsp.store import lance_store
+
+    monkeypatch.setattr(indexer_module, "WRITE_BATCH_CHUNKS", 1)
+    monkeypatch.setattr(indexer_module, "LARGE_INDEX_BATCH_CHUNKS", 2)
+    store = workspace._open_store()  # noqa: SLF001
+    # One more chunk than the index holds: past the size after the first written file.
+    monkeypatch.setattr(lance_store, "POSTINGS_MAX_ROWS", store.count_chunks())
+    embedded: list[int] = []
+    embed = workspace.embedder.embed
+
+    def counted_embed(texts, *args, **kwargs):
+        embedded.append(len(texts))
+        return embed(texts, *args, **kwargs)
+
+    monkeypatch.setattr(workspace.embedder, "embed", counted_embed)
+    for n in range(5):  # one chunk a file
+        (sample_root / f"src/grow_{n}.py").write_text(
+            f"def grow_step_{n}(x):\n    return x * {n}\n", encoding="utf-8")
+    assert workspace.index().files_indexed == 5
+    assert embedded == [1, 2, 2]
+
+
+def test_a_run_that_fails_between_two_groups_of_a_batch_is_completed_by_the_next(
+        workspace, sample_root, monkeypatch):
+    """A batch past the size is several replaces: when one fails, the groups written before
+    it stand (chunks and file records together), and the next run writes the rest, with no
+    chunk twice and nothing left outside the full-text index."""
+    from rag_lsp.indexing import indexer as indexer_module
+    from rag_lsp.store import lance_store
+
+    monkeypatch.setattr(indexer_module, "WRITE_BATCH_CHUNKS", 1)
+    monkeypatch.setattr(indexer_module, "LARGE_INDEX_BATCH_CHUNKS", 4)
+    monkeypatch.setattr(lance_store, "POSTINGS_MAX_ROWS", 0)  # as past 50k chunks
+    replace_files = lance_store.ChunkStore.replace_files
+    calls = []
+
+    def failing_second(self, records, rows, *args, **kwargs):
+        calls.append([record.path for record in records])
+        if len(calls) == 2:
+            raise OSError("disk full (a test)")
+        return replace_files(self, records, rows, *args, **kwargs)
+
+    monkeypatch.setattr(lance_store.ChunkStore, "replace_files", failing_second)
+    names = [f"src/split_{n}.py" for n in range(4)]
+    for n, name in enumerate(names):  # one chunk a file
+        (sample_root / name).write_text(f"def split_step_{n}(x):\n    return x - {n}\n",
+                                        encoding="utf-8")
+    with pytest.raises(Exception, match="disk full"):
+        workspace.index()
+    store = workspace._open_store()  # noqa: SLF001
+    written = set(calls[0])
+    assert len(written) == 1 and written <= set(names)
+    assert set(names) & paths_in_index(workspace) == written  # the first group stands
+    monkeypatch.setattr(lance_store.ChunkStore, "replace_files", replace_files)
+    assert workspace.index().files_indexed == 3  # the rest, not the group written
+    assert set(names) <= paths_in_index(workspace)
+    rows = store.chunk_rows("true", ["id", "path"])
+    ids = [row["id"] for row in rows]
+    assert len(ids) == len(set(ids))
+    assert sorted(row["path"] for row in rows if row["path"] in names) == sorted(names)
+    assert store._unindexed_rows() == 0  # noqa: SLF001
+    for n, name in enumerate(names):
+        hits = workspace.search(f"split_step_{n}", top_k=1, mode="lexical").results
+        assert hits[0].path == name
 
 
 def test_a_file_saved_again_and_again_makes_a_compaction_due(workspace, sample_root,

@@ -44,24 +44,29 @@ from rag_lsp.terms import text_terms
 
 log = logging.getLogger(__name__)
 
-# Chunks gathered before one embed + write round: large enough to batch well, small enough
-# that search sees progress often and a crash loses little.
+# Chunks gathered before one embed + write round (below POSTINGS_MAX_ROWS; past it, the
+# chunks of one replace: see LARGE_INDEX_BATCH_CHUNKS): large enough to batch well, small
+# enough that search sees progress often and a crash loses little.
 WRITE_BATCH_CHUNKS = 512
 # Past the size where searches answer from postings in memory (POSTINGS_MAX_ROWS), every
 # lexical search reads LanceDB's full-text index, which reads each row outside it one by one
 # (at 100k chunks a search's median went from 35 ms to 46, 59 and 74 after one, two and three
 # batches; bench/README.md, "Full-text index folded after every batch past 50k chunks"). So
 # there each batch is folded in as soon as it is written, and batches are this large: a fold
-# takes ~0.7-1.2 s at 100k chunks whatever the batch (it merges the whole index), the searches
-# beside it are the slowest of a run, and each one adds a segment to the ANN index, which is
-# trained again past MAX_SEGMENTS. Four batches' worth: a run folds as often as one nobody
-# searched did with batches of 512, a searched one four times less often (through the server
-# at 100k, over two re-indexes and ten saves, 5 folds and one training against 16 and 4, and
-# RSS while re-indexing 384-403 MB against 385-412; bench/README.md, "Fewer, larger batches
-# past 50k chunks"). Such a batch is embedded at once and written in groups of
-# WRITE_BATCH_CHUNKS, back to back (one replace each: its rows at once held 24-28 MB more),
-# then folded. What its files hold meanwhile is searched as it was, their new words through
-# the draft (rag_lsp.store.draft).
+# merges the whole full-text index (0.8-1.2 s for up to 2,048 rows at 100k chunks, 0.8-1.1 for 512),
+# the searches beside it are the slowest of a run, and each one adds a segment to the ANN
+# index, which is trained again past MAX_SEGMENTS. One fold per 2,048 chunks: as often as a
+# run nobody searched folded with batches of 512, four times less often than a searched one
+# did (through the server at 100k, over two re-indexes and ten saves, 5 folds and one
+# training against 16 and 4, and RSS while re-indexing 384-403 MB against 385-412;
+# bench/README.md, "Fewer, larger batches past 50k chunks"). Such a batch is embedded at once
+# and written in groups of at least WRITE_BATCH_CHUNKS (a file is not split), back to back
+# (one replace each: a replace of 2,048 rows peaked 24-28 MB over its start, one of 512
+# 3-10), then folded. What its files hold meanwhile is searched as it was, their new words
+# through the draft (rag_lsp.store.draft). The price: a batch's vectors reach the index and
+# the shared embedding cache only once all its chunks are embedded, so a crash loses up to
+# 2,048 chunks of the model's work (a minute or so), and a first index's new chunks answer
+# vector searches in steps four times as large.
 LARGE_INDEX_BATCH_CHUNKS = 2048
 # Renamed or deleted paths dropped in the same replace as the next write (at most one `in`
 # batch), which readers see as one step.
@@ -427,7 +432,7 @@ class Indexer:
             if self._shared_cache is not None:
                 self._shared_cache.put(new.items())
             fresh.update(new)
-        # In groups of about WRITE_BATCH_CHUNKS chunks (see LARGE_INDEX_BATCH_CHUNKS).
+        # In groups of at least WRITE_BATCH_CHUNKS chunks (see LARGE_INDEX_BATCH_CHUNKS).
         hash_of = iter(hashes)
         removals, self._removals = self._removals, []
         for group in _write_groups(pending, WRITE_BATCH_CHUNKS):
