@@ -53,20 +53,23 @@ WRITE_BATCH_CHUNKS = 512
 # (at 100k chunks a search's median went from 35 ms to 46, 59 and 74 after one, two and three
 # batches; bench/README.md, "Full-text index folded after every batch past 50k chunks"). So
 # there each batch is folded in as soon as it is written, and batches are this large: a fold
-# merges the whole full-text index (0.8-1.2 s for up to 2,048 rows at 100k chunks, 0.8-1.1 for 512),
-# the searches beside it are the slowest of a run, and each one adds a segment to the ANN
-# index, which is trained again past MAX_SEGMENTS. One fold per 2,048 chunks: as often as a
-# run nobody searched folded with batches of 512, four times less often than a searched one
-# did (through the server at 100k, over two re-indexes and ten saves, 5 folds and one
+# merges the whole full-text index (at 100k chunks 0.8-1.2 s for ~2,048 rows, 0.8-1.1 for
+# 512), the searches beside it are the slowest of a run, and each one adds a segment to the
+# ANN index, which is trained again past MAX_SEGMENTS. One fold per ~2,048 chunks: as often
+# as a run nobody searched folded with batches of 512, four times less often than a searched
+# one did (through the server at 100k, over two re-indexes and ten saves, 5 folds and one
 # training against 16 and 4, and RSS while re-indexing 384-403 MB against 385-412;
-# bench/README.md, "Fewer, larger batches past 50k chunks"). Such a batch is embedded at once
-# and written in groups of at least WRITE_BATCH_CHUNKS (a file is not split), back to back
-# (one replace each: a replace of 2,048 rows peaked 24-28 MB over its start, one of 512
+# bench/README.md, "Fewer, larger batches past 50k chunks, now that a batch's texts are held
+# as ids"). Such a batch is embedded at once and written in groups of at least
+# WRITE_BATCH_CHUNKS (a file is not split), back to back (one replace each: in the
+# sixty-eighth session a replace of 2,048 rows peaked 24-28 MB over its start, one of 512
 # 3-10), then folded. What its files hold meanwhile is searched as it was, their new words
-# through the draft (rag_lsp.store.draft). The price: a batch's vectors reach the index and
-# the shared embedding cache only once all its chunks are embedded, so a crash loses up to
-# 2,048 chunks of the model's work (a minute or so), and a first index's new chunks answer
-# vector searches in steps four times as large.
+# through the draft (rag_lsp.store.draft: with lexicalFirst, in runs of DRAFT_MIN_FILES files
+# or more, up to draft.MAX_BYTES of text). The price: a batch's chunks reach the index and
+# the shared embedding cache only once all of them are embedded, ~2.5 minutes through the
+# server at 100k chunks (its model on one core, 13-14 chunks a second), so a crash loses
+# that much of the model's work, and files the draft does not hold (past its cap, in a
+# monorepo's first index) become searchable in steps four times as large.
 LARGE_INDEX_BATCH_CHUNKS = 2048
 # Renamed or deleted paths dropped in the same replace as the next write (at most one `in`
 # batch), which readers see as one step.
