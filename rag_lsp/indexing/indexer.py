@@ -439,10 +439,11 @@ class Indexer:
         hash_of = iter(hashes)
         removals, self._removals = self._removals, []
         for group in _write_groups(pending, WRITE_BATCH_CHUNKS):
-            rows = [self._row(item, chunk, ids, next(hash_of), stored, fresh)
-                    for item in group
-                    for ids in (ChunkIds(item.record.path),)
-                    for chunk in item.chunks]
+            rows: list[dict] = []
+            for item in group:
+                ids = ChunkIds(item.record.path)  # unique within the file
+                rows.extend(self._row(item, chunk, ids, next(hash_of), stored, fresh)
+                            for chunk in item.chunks)
             self.store.replace_files([item.record for item in group], rows, removals)
             removals = []
             report.chunks_written += len(rows)
