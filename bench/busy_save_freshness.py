@@ -57,7 +57,9 @@ from server_latency import (
 from rag_lsp.server.methods import RAG_REINDEX
 
 POLL_SECONDS, FOUND_TIMEOUT = 0.02, 240.0
-COMPACTED = re.compile(r"index compacted in (\d+) ms")  # (logged since 2026-11-28)
+# The compactions the server asks for once saves settle (logged since 2026-11-28); a run's
+# own are logged "... while indexing" (since 2026-12-06), and not counted here.
+COMPACTED = re.compile(r"index compacted in (\d+) ms(?!.* while indexing)")
 KINDS = {"idle": "idle save", "busy": "save behind a compaction", "run": "save during a re-index"}
 
 

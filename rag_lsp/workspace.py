@@ -55,6 +55,7 @@ from rag_lsp.search.results import (
     SearchResult,
     SearchTimings,
 )
+from rag_lsp.store.compaction_times import CompactionTimes
 from rag_lsp.store.draft import DraftIndex
 from rag_lsp.store.lance_store import ChunkStore
 from rag_lsp.store.live_index import LiveIndex
@@ -452,28 +453,27 @@ class Workspace:
         return read_stored(lambda: self._read(
             lambda store: store.chunks_of(rel_paths, STORED_COLUMNS)))
 
-    def compact(self, *, force: bool = False) -> bool:
+    def compact(self, *, force: bool = False) -> CompactionTimes | None:
         """Compact the tables and fold rows written by :meth:`update` into the indexes, if
         that is due (see ``ChunkStore.needs_optimize``) or ``force``; worth asking once a
         burst of updates has settled. Compaction due or not, the in-memory copy the updates
         patched is then made compact if they left enough to matter (see
         ``ChunkStore.settle_copy``); nothing is done while another writer holds the index.
-        Whether it compacted."""
+        How long the compaction took, ``None`` if none ran."""
         self._require_model()
         with self._index_lock:
             try:
                 self._writer.acquire(wait=False)
             except IndexBusyError:
-                return False  # the process writing now compacts after its own run if due
+                return None  # the process writing now compacts after its own run if due
             try:
                 self._index.settle()
                 store = self._open_store(for_writing=True)
                 store.ensure_fts_index()
-                compacted = force or store.needs_optimize()
-                if compacted:
-                    store.optimize(self._bulk_session_set_aside)
+                times = (store.optimize(self._bulk_session_set_aside)
+                         if force or store.needs_optimize() else None)
                 store.settle_copy()  # the saves' patches no longer cost each search
-                return compacted
+                return times
             finally:
                 self._writer.release()
                 after_work()

@@ -13,12 +13,14 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
 import server_latency  # noqa: E402
+from compaction_spans import TimedLog, beside_compactions, compaction_spans  # noqa: E402
 from server_latency import (  # noqa: E402
     MODEL_SLEEP_VARIABLE,
     PACED_MODEL,
@@ -51,15 +53,21 @@ def test_a_server_without_timings_gives_no_parts():
 
 class _Server:
     """Answers every search at once. Its folder is ``state``; with ``ready_after`` it is
-    ready from that search on (a run that ends)."""
+    ready from that search on (a run that ends); ``logs`` (search number -> message) are
+    the log messages it sends while answering that search."""
 
-    def __init__(self, state: str = "ready", ready_after: int | None = None) -> None:
+    def __init__(self, state: str = "ready", ready_after: int | None = None,
+                 logs: dict[int, str] | None = None) -> None:
         self.asked: list[str] = []
         self.statuses = [{"state": state}]
         self.ready_after = ready_after
+        self.logs = logs or {}
+        self.client = SimpleNamespace(log_messages=TimedLog())
 
     async def search(self, query: str) -> dict:
         self.asked.append(query)
+        if len(self.asked) in self.logs:
+            self.client.log_messages.append(SimpleNamespace(message=self.logs[len(self.asked)]))
         if len(self.asked) == self.ready_after:
             self.statuses.append({"state": "ready"})
         return {"tookMs": 1.0}
@@ -91,6 +99,41 @@ def test_searches_during_a_run_stop_when_it_ends(pauses):
     figures = asyncio.run(search_alone(server, ["a", "b", "c", "d"], while_running=True))
     assert server.asked == ["a", "b"] and figures["lsp"]["n"] == 2
     assert pauses == [SPACING_SECONDS] * 2  # the last pause comes before the check
+    assert figures["beside_compactions"]["compactions"] == 0
+
+
+def test_searches_during_a_run_are_told_apart_by_the_compactions_beside_them(pauses):
+    """The server's compaction log lines (one during the run, with a training) make spans:
+    the searches up to the one it arrived during fall in it (all are taken at once here),
+    the one after it does not."""
+    server = _Server("indexing", ready_after=3, logs={
+        2: "ws: index compacted in 900 ms (the vector index trained again: 600 ms) "
+           "while indexing"})
+    figures = asyncio.run(search_alone(server, ["a", "b", "c"], while_running=True))
+    steps = figures["beside_compactions"]
+    assert steps["compactions"] == 1 and steps["trainings"] == 1
+    assert steps["searches_beside"] == 2 and steps["others_p95_ms"] is not None
+
+
+def test_compaction_spans_and_the_searches_beside_them():
+    log = TimedLog()
+    for message, arrived in (("ws: index compacted in 1000 ms while indexing", 110.0),
+                             ("ws: 3 changed files applied", 120.0),
+                             ("ws: index compacted in 500 ms", 130.0)):
+        log.append(SimpleNamespace(message=message))
+        log.arrived[-1] = arrived
+    spans = compaction_spans(log)
+    assert spans == [{"start": 109.0, "end": 110.0, "training_s": 0.0},
+                     {"start": 129.5, "end": 130.0, "training_s": 0.0}]
+    assert compaction_spans(log, since=111.0) == spans[1:]
+    searches = [(100.0 + i, 10.0) for i in range(40)]  # one a second from 100 s
+    searches[9] = (109.5, 90.0)  # inside the first compaction, and the slowest
+    searches[20] = (120.0, 80.0)  # beside none, and the next slowest
+    steps = beside_compactions(searches, spans)
+    # 107, 108, 109.5 (the writes before, and the fold), 128, 129
+    assert steps["searches_beside"] == 5
+    assert steps["slowest_5pct"] == 2 and steps["slowest_5pct_beside"] == 1
+    assert steps["others_p95_ms"] == 10.0 and steps["seconds"] == 1.5
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
+import re
 from types import SimpleNamespace
 
 import pytest
@@ -200,9 +202,10 @@ def test_an_edit_leaves_its_fragment_until_a_compaction_is_due(workspace, sample
         workspace.update([f"src/ledger_{edit}.py"])
     assert fragments(workspace) > MAX_FRAGMENTS
     assert not compactions  # updates never compact; the settle does, once due
-    workspace.compact()
+    times = workspace.compact()  # how long it took, for the server's log
     assert compactions == [1] and fragments(workspace) <= 2
-    workspace.compact(force=True)  # due or not
+    assert times.seconds > 0 and times.training_seconds is None  # too small for an ANN index
+    assert workspace.compact(force=True)  # due or not
     assert compactions == [1, 1]
 
 
@@ -255,7 +258,7 @@ def test_rows_outside_the_full_text_index_past_a_number_make_a_compaction_due(
 
 
 def test_past_the_postings_size_a_run_folds_larger_batches_each(workspace, sample_root,
-                                                                 monkeypatch):
+                                                                 monkeypatch, caplog):
     """Past POSTINGS_MAX_ROWS chunks every lexical search reads the rows outside LanceDB's
     full-text index one by one: there a run embeds LARGE_INDEX_BATCH_CHUNKS chunks a batch,
     writes them in groups of WRITE_BATCH_CHUNKS back to back, and folds each full batch in
@@ -298,8 +301,14 @@ def test_past_the_postings_size_a_run_folds_larger_batches_each(workspace, sampl
     assert steps[:7] == ["embed 1", "write 1"] * 3 + ["embed 1"]
     assert steps[7] == "write 1" and steps[8].startswith("fold ")  # the fourth batch
     monkeypatch.setattr(lance_store, "POSTINGS_MAX_ROWS", 0)  # as past 50k chunks
+    caplog.set_level(logging.INFO, logger="rag_lsp.indexing.indexer")
     write_run("large")  # nobody searches: the same
     assert steps == ["embed 2", "write 1", "write 1", "fold 2"] * 2
+    # Each fold is logged with how long it took (the server's log: see CompactionTimes)
+    folds = [r.getMessage() for r in caplog.records if "index compacted in" in r.getMessage()]
+    assert len(folds) == 2, folds
+    assert all(re.fullmatch(rf"{sample_root.name}: index compacted in \d+ ms while indexing",
+                            fold) for fold in folds), folds
     store = workspace._open_store()  # noqa: SLF001
     assert store._unindexed_rows() == 0  # noqa: SLF001
     assert workspace.search("large_step_3", top_k=1, mode="lexical").results[0].path == (

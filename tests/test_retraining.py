@@ -72,9 +72,12 @@ def test_the_child_trains_and_compacts_and_the_store_reads_its_version(large_sto
 
     monkeypatch.setattr(ChunkStore, "_caches_following_versions", counted)
     assert fragments(store) > 1 and trained_rows(store._chunks) is None  # noqa: SLF001
-    store.optimize()
+    times = store.optimize()
     assert trained_rows(store._chunks) == ROWS and fragments(store) == 1  # noqa: SLF001
     assert followed  # the store kept up with the child's versions while it waited
+    # What it took, the training's part of it said apart (the server logs both)
+    assert 0 < times.training_seconds <= times.seconds
+    assert "(the vector index trained again: " in times.describe()
     assert store.large()
     assert store.vector_search(vectors[1234], 1)[0]["id"] == "pkg/m12.py#1234"
 
@@ -122,7 +125,7 @@ def test_when_the_child_fails_the_store_trains_in_its_own_process(large_store, m
     calls: list[str] = []
     monkeypatch.setattr(lance_store, "retrain_in_child",
                         lambda *args: calls.append("child") or Outcome.FAILED)
-    store.optimize()
+    assert store.optimize().training_seconds > 0  # trained here
     assert calls == ["child"]
     assert trained_rows(store._chunks) == ROWS and fragments(store) == 1  # noqa: SLF001
 
@@ -188,9 +191,10 @@ def test_a_child_past_its_deadline_is_ended_and_not_followed_by_the_same_work_he
     assert time.monotonic() - started < 30
     assert children[-1].poll() is not None  # ended, not left stopped
     assert "had not finished after 1 s" in caplog.records[-1].getMessage()
-    store.optimize()
+    # a child ended past its deadline trained nothing, and the log does not say it did
+    assert store.optimize().training_seconds is None
     assert trained_rows(store._chunks) is None and len(children) == 2  # noqa: SLF001
-    store.optimize()  # no other child for a while
+    assert store.optimize().training_seconds is None  # no other child for a while
     assert len(children) == 2
     for watchdog in watchdogs:
         watchdog.cancel()

@@ -493,7 +493,13 @@ class Indexer:
         as a fold's peak is a run's highest."""
         if (self._batches_written % OPTIMIZE_EVERY_BATCHES == 0
                 or (full and self.store.searches_read_full_text_index())):
-            self.store.optimize(self._around_rewrite)
+            self._optimize()
+
+    def _optimize(self) -> None:
+        """Compact, and say when and for how long: the heaviest step of a run, and the
+        searches beside it are its slowest (see CompactionTimes)."""
+        times = self.store.optimize(self._around_rewrite)
+        log.info("%s: %s while indexing", self.root.name, times.describe())
 
     def _batch_chunks(self) -> int:
         """Chunks the next write gathers (see LARGE_INDEX_BATCH_CHUNKS)."""
@@ -515,7 +521,7 @@ class Indexer:
         # (written by an older rag-lsp, or grown past what its index was trained on), or
         # with writes that were never compacted.
         if self.store.needs_optimize():
-            self.store.optimize(self._around_rewrite)
+            self._optimize()
         self.store.settle_copy()  # the run's patches no longer cost each search
         report.chunks_total = self.store.count_chunks()
         report.seconds = time.monotonic() - started

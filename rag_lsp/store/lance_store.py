@@ -28,6 +28,7 @@ from lancedb.index import FTS
 
 from rag_lsp.errors import IndexCorruptError, RagLspError
 from rag_lsp.memory import return_freed_memory
+from rag_lsp.store.compaction_times import CompactionTimes
 from rag_lsp.store.failures import transient_failure
 from rag_lsp.store.integrity import FileDigests
 from rag_lsp.store.lance_caches import (
@@ -1152,7 +1153,7 @@ class ChunkStore:
     @_reports_damage
     @_recorded
     def optimize(self, around_rewrite: Callable[[], AbstractContextManager[object]]
-                 = nullcontext) -> None:
+                 = nullcontext) -> CompactionTimes:
         """Compact files, fold new rows into indexes and drop old versions (after bursts);
         then (re)build the ANN index when the table is past MATRIX_MAX_ROWS chunks and has
         none or has outgrown the rows it was trained on, or when edits have left it in too
@@ -1167,7 +1168,10 @@ class ChunkStore:
         ``around_rewrite()``: it takes a second or two. Before
         the first compaction the store connects again, with empty caches, if the ones it has
         hold enough to matter (:meth:`_let_go_of_caches`); after, if the table changed: what
-        LanceDB cached of the versions before is of no more use (see lance_caches)."""
+        LanceDB cached of the versions before is of no more use (see lance_caches).
+        How long it took, and of that the training's part."""
+        started = time.monotonic()
+        training_seconds = None
         with self._write_lock:
             self._settle_replace()
             self._between_bulk_steps(BULK_WRITE_ROWS)  # the compaction's memory goes on top
@@ -1177,13 +1181,16 @@ class ChunkStore:
                 self._compact_first()
                 rows, trained, segments, older_kind = self._training_state()
                 if needs_training(rows, trained, segments, older_kind):
+                    training_started = time.monotonic()
                     with around_rewrite():
-                        self._train_and_compact(rows)
+                        if self._train_and_compact(rows):
+                            training_seconds = time.monotonic() - training_started
             # (a failure after a committed compaction is not damage: the old handles stay)
             refitted = self._fit_caches_or_keep(stale=self._chunks.version != before,
                                                 when="after a compaction")
         if refitted or emptied:
             self._warm_caches()
+        return CompactionTimes(time.monotonic() - started, training_seconds)
 
     def _compact_first(self) -> None:
         """The compaction every :meth:`optimize` starts with: between two sizes in a child
@@ -1207,27 +1214,28 @@ class ChunkStore:
                 return
         self._compact()
 
-    def _train_and_compact(self, rows: int) -> None:
+    def _train_and_compact(self, rows: int) -> bool:
         """Train the ANN index on ``rows`` rows and compact after: past the size in a child
         process (see :mod:`rag_lsp.store.retraining`), here if that one fails (not the
         training again if it got that far) or is below the size. A child killed by a signal,
         or ended past its deadline, is not followed by the same work here, nor by another
-        child for a while."""
+        child for a while. Whether the index was trained."""
         if trains_in_a_child(rows):
             if time.monotonic() < self._train_not_before:
-                return
+                return False
             outcome = retrain_in_child(self.index_dir, rows, _KEEP_OLD_VERSIONS,
                                        self._caches_following_versions())
             if outcome in (Outcome.KILLED, Outcome.TIMED_OUT):
                 self._train_not_before = time.monotonic() + CHILD_AFTER_KILLED_SECONDS
             if outcome is not Outcome.FAILED:
-                return
+                return outcome is Outcome.DONE
             if (trained_rows(self._chunks) == rows and index_segments(self._chunks) == 1
                     and not of_an_older_kind(self._chunks)):
                 self._compact()
-                return
+                return True
         build_vector_index(self._chunks, rows)
         self._compact()
+        return True
 
     def _caches_following_versions(self) -> Callable[[], None]:
         """While another process writes (the retraining's child, under this one's write lock):

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 
 from rag_lsp.server.folders import FolderIndex
 
@@ -39,17 +38,10 @@ async def compact(folder: FolderIndex) -> None:
     jobs.updates_since_compact = 0
     jobs.first_uncompacted_at = 0.0
 
-    def compact_timed() -> float | None:
-        """Seconds the compaction took, or None if none was due."""
-        started = time.monotonic()
-        if not folder.workspace.compact():
-            return None
-        return time.monotonic() - started
-
     try:
-        seconds = await jobs.write(compact_timed)
+        times = await jobs.write(folder.workspace.compact)
     except Exception as exc:  # compaction is an optimisation; never fatal
         log.warning("%s: compaction failed: %s", folder.name, exc)
         return
-    if seconds is not None:  # (updates waited meanwhile: the log says for how long)
-        log.info("%s: index compacted in %.0f ms", folder.name, seconds * 1000)
+    if times is not None:  # (updates waited meanwhile: the log says for how long)
+        log.info("%s: %s", folder.name, times.describe())
