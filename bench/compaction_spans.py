@@ -2,11 +2,12 @@
 
 The server logs each compaction when it ends, with how long it took (``index compacted in N
 ms``; during a run ``... while indexing``, since 2026-12-06; with the ANN index's training,
-``(the vector index trained again: M ms)``). A run's compaction folds the rows its last
-batches wrote into the indexes, so searches in the seconds before it read those rows outside
-them. :class:`TimedLog` notes when each log message arrived; :func:`compaction_spans` turns the
-messages into (start, end) wall-clock spans; :func:`beside_compactions` splits a phase's
-searches into those that overlapped a span (or the writes just before one) and the others.
+``(of which the vector index's training and the rewrite after it: M ms)``). A run's
+compaction folds the rows its last batches wrote into the indexes, so searches in the
+seconds before it read those rows outside them. :class:`TimedLog` notes when each log
+message arrived; :func:`compaction_spans` turns the messages into (start, end) wall-clock
+spans; :func:`beside_compactions` splits a phase's searches into those that overlapped a span
+(or the writes just before one) and the others.
 """
 
 from __future__ import annotations
@@ -17,14 +18,17 @@ import time
 from bench_basics import pct
 
 COMPACTED = re.compile(r"index compacted in (\d+) ms"
-                       r"(?: \(the vector index trained again: (\d+) ms\))?")
+                       r"(?: \(of which the vector index's training and the rewrite after "
+                       r"it: (\d+) ms\))?")
 # A run writes what a compaction folds just before it: past 50k chunks, a batch's groups in
 # well under a second each (sixty-ninth session's step logs), searched unindexed meanwhile.
 WRITES_BEFORE_SECONDS = 2.0
 
 
 class TimedLog(list):
-    """pytest-lsp's ``client.log_messages``, with the wall-clock time each one arrived."""
+    """pytest-lsp's ``client.log_messages``, with the wall-clock time each one arrived
+    (pytest-lsp only ever appends; any other change would put ``arrived`` out of step, so
+    it raises)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -33,6 +37,12 @@ class TimedLog(list):
     def append(self, message) -> None:  # noqa: ANN001 - a LogMessageParams
         self.arrived.append(time.time())
         super().append(message)
+
+    def _unsupported(self, *args, **kwargs):  # noqa: ANN002, ANN003
+        raise TypeError("a TimedLog is only appended to")
+
+    extend = insert = remove = pop = clear = sort = reverse = _unsupported
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _unsupported
 
 
 def compaction_spans(messages: TimedLog, since: float = 0.0) -> list[dict]:

@@ -29,9 +29,10 @@ Each search phase also reports, part by part, where the server says the time wen
 2026-12-05: ``rag/search``'s ``timings``: the engine's search, the query's model call, the
 nearest chunks, the full-text lookups, ranking), to tell a slow model call from slow lookups.
 The phases during a re-index also say (since 2026-12-06, ``beside_compactions``) how many of
-their searches ran beside one of the server's compactions, from its log lines, or in the
-seconds before one (the writes it folds), how many of the slowest 5 % did, and the p95 of the
-others: the run's heaviest steps told from the rest of its cost (bench/compaction_spans.py).
+their searches ran beside one of the server's compactions, from its log lines, or in the 2 s
+before one (``WRITES_BEFORE_SECONDS``: the writes it folds), how many of the slowest 5 % did,
+and the p95 of the others: the run's heaviest steps told from the rest of its cost
+(bench/compaction_spans.py).
 
 Peak RSS of the server process and of its child processes (the embedding worker, since
 2026-11-26) is sampled during the idle searches and both re-indexes, and (since 2026-12-01)
@@ -718,7 +719,8 @@ def print_table(r: dict) -> None:
                   f"({steps['seconds']} s, {steps['trainings']} with a training) or in the "
                   f"{WRITES_BEFORE_SECONDS:.0f} s before one: {steps['searches_beside']} "
                   f"searches, {steps['slowest_5pct_beside']} of the slowest "
-                  f"{steps['slowest_5pct']}; the others' p95 {steps['others_p95_ms']} ms")
+                  f"{steps['slowest_5pct']}; the others' p95 "
+                  f"{steps['others_p95_ms'] if steps['others_p95_ms'] is not None else '-'} ms")
 
     print(f"{r['files']} files, {r['chunks']} chunks, {r['cpu_count']} CPUs")
     if "model_sleep_seconds_a_text" in r:

@@ -459,7 +459,9 @@ class Workspace:
         burst of updates has settled. Compaction due or not, the in-memory copy the updates
         patched is then made compact if they left enough to matter (see
         ``ChunkStore.settle_copy``); nothing is done while another writer holds the index.
-        How long the compaction took, ``None`` if none ran."""
+        How long the compaction took (the lock and settling the copy included, as the
+        server's log has always given it), ``None`` if none ran."""
+        started = time.monotonic()
         self._require_model()
         with self._index_lock:
             try:
@@ -473,7 +475,9 @@ class Workspace:
                 times = (store.optimize(self._bulk_session_set_aside)
                          if force or store.needs_optimize() else None)
                 store.settle_copy()  # the saves' patches no longer cost each search
-                return times
+                if times is None:
+                    return None
+                return replace(times, seconds=time.monotonic() - started)
             finally:
                 self._writer.release()
                 after_work()

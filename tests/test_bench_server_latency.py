@@ -20,7 +20,12 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
 import server_latency  # noqa: E402
-from compaction_spans import TimedLog, beside_compactions, compaction_spans  # noqa: E402
+from compaction_spans import (  # noqa: E402
+    COMPACTED,
+    TimedLog,
+    beside_compactions,
+    compaction_spans,
+)
 from server_latency import (  # noqa: E402
     MODEL_SLEEP_VARIABLE,
     PACED_MODEL,
@@ -102,17 +107,61 @@ def test_searches_during_a_run_stop_when_it_ends(pauses):
     assert figures["beside_compactions"]["compactions"] == 0
 
 
-def test_searches_during_a_run_are_told_apart_by_the_compactions_beside_them(pauses):
-    """The server's compaction log lines (one during the run, with a training) make spans:
-    the searches up to the one it arrived during fall in it (all are taken at once here),
-    the one after it does not."""
+@pytest.fixture
+def ticking_clock(monkeypatch):
+    """The wall clock as the bench reads it, a millisecond later at each reading (every
+    search and message here takes no time at all)."""
+    now = [1000.0]
+
+    def tick() -> float:
+        now[0] += 0.001
+        return now[0]
+
+    monkeypatch.setattr(server_latency.time, "time", tick)  # (the time module itself)
+    return now
+
+
+def test_searches_during_a_run_are_told_apart_by_the_compactions_beside_them(
+        pauses, ticking_clock):
+    """The server's compaction log lines (one during the run, with a training; one logged
+    before the phase began, not counted) make spans: the searches up to the one the line
+    arrived during fall in it, the one after it does not."""
     server = _Server("indexing", ready_after=3, logs={
-        2: "ws: index compacted in 900 ms (the vector index trained again: 600 ms) "
-           "while indexing"})
+        2: "ws: index compacted in 900 ms (of which the vector index's training and the "
+           "rewrite after it: 600 ms) while indexing"})
+    server.client.log_messages.append(SimpleNamespace(message="ws: index compacted in 5 ms"))
     figures = asyncio.run(search_alone(server, ["a", "b", "c"], while_running=True))
     steps = figures["beside_compactions"]
     assert steps["compactions"] == 1 and steps["trainings"] == 1
     assert steps["searches_beside"] == 2 and steps["others_p95_ms"] is not None
+
+
+@pytest.mark.parametrize(("line", "settle"), [
+    ("ws: index compacted in 880 ms", True),
+    ("ws: index compacted in 7700 ms (of which the vector index's training and the rewrite "
+     "after it: 6310 ms)", True),
+    ("ws: index compacted in 880 ms while indexing", False),
+    ("ws: index compacted in 7700 ms (of which the vector index's training and the rewrite "
+     "after it: 6310 ms) while indexing", False),
+])
+def test_each_compaction_line_is_read_and_busy_save_freshness_counts_the_settles(line,
+                                                                                 settle):
+    from busy_save_freshness import COMPACTED as SETTLED
+
+    found = COMPACTED.search(line)
+    assert found and int(found.group(1)) in (880, 7700)
+    assert (found.group(2) is not None) == ("training" in line)
+    assert bool(SETTLED.search(line)) is settle
+
+
+def test_a_timed_log_is_only_appended_to():
+    log = TimedLog()
+    log.append(SimpleNamespace(message="m"))
+    with pytest.raises(TypeError):
+        log.extend([SimpleNamespace(message="n")])
+    with pytest.raises(TypeError):
+        log.clear()
+    assert len(log) == len(log.arrived) == 1
 
 
 def test_compaction_spans_and_the_searches_beside_them():

@@ -31,7 +31,8 @@ def test_a_compaction_is_logged_with_its_training(caplog):
     folder = _folder(CompactionTimes(7.7, 6.31))
     asyncio.run(compact(folder))
     assert caplog.messages == [
-        "ws: index compacted in 7700 ms (the vector index trained again: 6310 ms)"]
+        "ws: index compacted in 7700 ms (of which the vector index's training and the rewrite"
+        " after it: 6310 ms)"]
     assert folder.jobs.updates_since_compact == 0
 
 

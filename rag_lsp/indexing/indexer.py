@@ -499,7 +499,7 @@ class Indexer:
         """Compact, and say when and for how long: the heaviest step of a run, and the
         searches beside it are its slowest (see CompactionTimes)."""
         times = self.store.optimize(self._around_rewrite)
-        log.info("%s: %s while indexing", self.root.name, times.describe())
+        log.info("%s: %s while indexing", self.root.name or self.root, times.describe())
 
     def _batch_chunks(self) -> int:
         """Chunks the next write gathers (see LARGE_INDEX_BATCH_CHUNKS)."""

@@ -13,14 +13,18 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class CompactionTimes:
-    """What one ``ChunkStore.optimize`` took, in seconds: in all, and of that the ANN index's
-    training with the compaction after it (``None`` when it was not trained again)."""
+    """What one compaction took, in seconds: in all, and of that the ANN index's training
+    with the compaction after it, which rewrites every row (``None`` when the index was not
+    trained: also when a child training it was ended unfinished, whose time is in
+    ``seconds``, and the retraining module's warning says so)."""
 
     seconds: float
     training_seconds: float | None = None
 
     def describe(self) -> str:
-        """E.g. ``index compacted in 7700 ms (the vector index trained again: 6310 ms)``."""
+        """E.g. ``index compacted in 7700 ms (of which the vector index's training and the
+        rewrite after it: 6310 ms)``."""
         trained = ("" if self.training_seconds is None else
-                   f" (the vector index trained again: {self.training_seconds * 1000:.0f} ms)")
+                   " (of which the vector index's training and the rewrite after it: "
+                   f"{self.training_seconds * 1000:.0f} ms)")
         return f"index compacted in {self.seconds * 1000:.0f} ms{trained}"

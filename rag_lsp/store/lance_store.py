@@ -1181,8 +1181,8 @@ class ChunkStore:
                 self._compact_first()
                 rows, trained, segments, older_kind = self._training_state()
                 if needs_training(rows, trained, segments, older_kind):
-                    training_started = time.monotonic()
                     with around_rewrite():
+                        training_started = time.monotonic()  # (the set-aside not counted)
                         if self._train_and_compact(rows):
                             training_seconds = time.monotonic() - training_started
             # (a failure after a committed compaction is not damage: the old handles stay)
