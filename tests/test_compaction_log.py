@@ -36,7 +36,7 @@ def test_a_compaction_is_logged_with_its_training(caplog):
     assert folder.jobs.updates_since_compact == 0
 
 
-def test_a_compaction_without_training_says_so_by_saying_nothing_of_it(caplog):
+def test_a_compaction_without_a_training_is_logged_with_its_time_alone(caplog):
     caplog.set_level(logging.INFO, logger="rag_lsp.server.features.compaction")
     asyncio.run(compact(_folder(CompactionTimes(0.42))))
     assert caplog.messages == ["ws: index compacted in 420 ms"]
