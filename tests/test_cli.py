@@ -57,6 +57,16 @@ def test_search_without_index_indexes_first_and_prints_json(sample_root):
     assert "indexing" in proc.stderr
 
 
+def test_index_off_a_terminal_prints_plain_progress_lines(tmp_path):
+    """A pipe (a CI log, `make demo | tee`) gets lines, not a bar it cannot redraw."""
+    proc = rag_process("index", str(make_sample_root(tmp_path)))
+    assert proc.returncode == 0, proc.stderr
+    assert re.search(r"^rag-lsp: indexing \d+%: \d+ of \d+ files, .* \(\d+:\d\d\)$",
+                     proc.stderr, re.MULTILINE), proc.stderr
+    assert "\r" not in proc.stderr and "\x1b" not in proc.stderr  # no redraws, no colours
+    assert "files scanned" in proc.stdout and "rag-lsp:" not in proc.stdout
+
+
 def test_index_prints_a_summary_and_reuses_everything_next_time(cli, repo):
     cli("index", str(repo))
     proc = cli("index", str(repo))

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -47,11 +48,21 @@ def delayed_spinner(message: str, delay: float = 0.5) -> Iterator[None]:
         status.stop()
 
 
+# Off a terminal (a pipe, a CI log, `make demo`'s output) the bar cannot redraw itself: a
+# line is printed instead when the phase changes and then at most this often, so a run of
+# minutes shows it is alive without flooding a log.
+PLAIN_LINE_SECONDS = 30.0
+_PHASE_NAMES = {"scan": "scanning", "draft": "reading", "index": "indexing",
+                "finish": "finishing"}
+
+
 class IndexProgressBar:
     """Renders :class:`IndexProgress` callbacks as one bar: the run's share done (by the work
-    its files need, see :meth:`IndexProgress.percentage`), then what it has done so far."""
+    its files need, see :meth:`IndexProgress.percentage`), then what it has done so far. On
+    a stderr that is not a terminal, plain lines instead (see :data:`PLAIN_LINE_SECONDS`)."""
 
-    def __init__(self, enabled: bool = True):
+    def __init__(self, enabled: bool = True, *,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         from rich.progress import (
             BarColumn,
             Progress,
@@ -61,6 +72,7 @@ class IndexProgressBar:
         )
 
         console = stderr_console()
+        self._plain = enabled and not console.is_terminal
         self._progress = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
@@ -69,10 +81,13 @@ class IndexProgressBar:
             TimeElapsedColumn(),
             console=console,
             transient=True,
-            disable=not enabled or not console.is_terminal,
+            disable=not enabled or self._plain,
         )
         self._task = self._progress.add_task("scanning", total=None, detail="")
         self._waited = False
+        self._clock = clock
+        self._started = clock()
+        self._last_line: tuple[str, float] | None = None  # (phase, when) of the last line
 
     def __enter__(self) -> IndexProgressBar:
         self._progress.start()
@@ -87,12 +102,28 @@ class IndexProgressBar:
                 self._waited = True
                 err.print(f"rag-lsp: {event.message}…")
             return
-        description = {"scan": "scanning", "draft": "reading", "index": "indexing",
-                       "finish": "finishing"}
+        detail = event.describe() if event.phase == "index" else event.note
+        if self._plain:
+            self._print_line(event, detail)
+            return
         self._progress.update(
             self._task,
-            description=description.get(event.phase, event.phase),
+            description=_PHASE_NAMES.get(event.phase, event.phase),
             completed=event.percentage(),
             total=100 if event.phase in ("index", "finish") else None,
-            detail=event.describe() if event.phase == "index" else event.note,
+            detail=detail,
         )
+
+    def _print_line(self, event: IndexProgress, detail: str) -> None:
+        now = self._clock()
+        if self._last_line is not None:
+            phase, when = self._last_line
+            if phase == event.phase and now - when < PLAIN_LINE_SECONDS:
+                return
+        self._last_line = (event.phase, now)
+        share = f" {event.percentage()}%" if event.phase == "index" else ""
+        elapsed = int(now - self._started)
+        text = f"rag-lsp: {_PHASE_NAMES.get(event.phase, event.phase)}{share}"
+        if detail:
+            text += f": {detail}"
+        err.print(f"{text} ({elapsed // 60}:{elapsed % 60:02d})", markup=False)
