@@ -77,3 +77,19 @@ def beside_compactions(searches: list[tuple[float, float]], spans: list[dict]) -
             "others_p95_ms": round(pct(others, 0.95), 1) if others else None,
             "slowest_5pct": len(slowest),
             "slowest_5pct_beside": sum(1 for i in slowest if flags[i])}
+
+
+def timeline(searches: list[tuple[float, float]], timings: list[dict], spans: list[dict],
+             start: float, parts: tuple[str, ...]) -> dict:
+    """A phase's searches and compactions in order, in seconds since ``start`` (the phase's
+    start): each search as [when, round trip ms, then each of ``parts`` of its ``timings``
+    in ms (None where the server gave none: an older checkout)], each compaction as [start,
+    end]. To see where in a run the slow searches fall, not only how many lie beside a
+    compaction."""
+    rows = []
+    for i, (wall, ms) in enumerate(searches):
+        told = timings[i] if i < len(timings) else {}
+        rows.append([round(wall - start, 2), round(ms, 1), *(told.get(part) for part in parts)])
+    return {"columns": ["seconds", "roundTripMs", *parts], "searches": rows,
+            "compactions": [[round(span["start"] - start, 2), round(span["end"] - start, 2)]
+                            for span in spans]}

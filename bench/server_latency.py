@@ -32,7 +32,9 @@ The phases during a re-index also say (since 2026-12-06, ``beside_compactions``)
 their searches ran beside one of the server's compactions, from its log lines, or in the 2 s
 before one (``WRITES_BEFORE_SECONDS``: the writes it folds), how many of the slowest 5 % did,
 and the p95 of the others: the run's heaviest steps told from the rest of its cost
-(bench/compaction_spans.py).
+(bench/compaction_spans.py). Since the seventy-first session they also keep their
+``timeline`` in the JSON: each search's time in the phase, round trip and parts, and each
+compaction's start and end, to see where in a run the slow searches fall.
 
 Peak RSS of the server process and of its child processes (the embedding worker, since
 2026-11-26) is sampled during the idle searches and both re-indexes, and (since 2026-12-01)
@@ -91,7 +93,13 @@ from pathlib import Path
 import numpy as np
 import pytest_lsp
 from bench_basics import emit, log, pct, workdir_problem  # noqa: F401 (other benches take them from here)
-from compaction_spans import WRITES_BEFORE_SECONDS, TimedLog, beside_compactions, compaction_spans
+from compaction_spans import (
+    WRITES_BEFORE_SECONDS,
+    TimedLog,
+    beside_compactions,
+    compaction_spans,
+    timeline,
+)
 from index_workspace import RESULTS, Vocab, gen_markdown, gen_python, generate
 from lsprotocol import types
 from pygls.protocol import JsonRPCNotification, JsonRPCResponseMessage, default_converter
@@ -417,8 +425,9 @@ async def search_pairs(s: Session, open_ws, queries: Iterable[str], while_runnin
     out = {"lsp": stats(lsp, partial=partial), "server_took": stats(took),
            "server_parts": parts_stats(parts), "engine": stats(eng)}
     if while_running:
-        out["beside_compactions"] = beside_compactions(
-            timed, compaction_spans(s.client.log_messages, since=phase_start))
+        spans = compaction_spans(s.client.log_messages, since=phase_start)
+        out["beside_compactions"] = beside_compactions(timed, spans)
+        out["timeline"] = timeline(timed, parts, spans, phase_start, PARTS)
     return out
 
 
@@ -444,8 +453,9 @@ async def search_alone(s: Session, queries: Iterable[str], while_running: bool =
             parts.append(answer["timings"])
     out = {"lsp": stats(lsp), "server_took": stats(took), "server_parts": parts_stats(parts)}
     if while_running:
-        out["beside_compactions"] = beside_compactions(
-            timed, compaction_spans(s.client.log_messages, since=phase_start))
+        spans = compaction_spans(s.client.log_messages, since=phase_start)
+        out["beside_compactions"] = beside_compactions(timed, spans)
+        out["timeline"] = timeline(timed, parts, spans, phase_start, PARTS)
     return out
 
 

@@ -25,6 +25,7 @@ from compaction_spans import (  # noqa: E402
     TimedLog,
     beside_compactions,
     compaction_spans,
+    timeline,
 )
 from server_latency import (  # noqa: E402
     MODEL_SLEEP_VARIABLE,
@@ -183,6 +184,26 @@ def test_compaction_spans_and_the_searches_beside_them():
     assert steps["searches_beside"] == 5
     assert steps["slowest_5pct"] == 2 and steps["slowest_5pct_beside"] == 1
     assert steps["others_p95_ms"] == 10.0 and steps["seconds"] == 1.5
+
+
+def test_a_timeline_puts_searches_and_compactions_on_the_phase_clock():
+    searches = [(100.5, 12.34), (101.0, 40.0), (101.5, 9.0)]
+    timings = [{"vectorMs": 5.0, "lexicalMs": 4.0}, {"vectorMs": 30.0}]  # the last told none
+    spans = [{"start": 100.8, "end": 101.2, "training_s": 0.0}]
+    line = timeline(searches, timings, spans, 100.0, ("vectorMs", "lexicalMs"))
+    assert line == {"columns": ["seconds", "roundTripMs", "vectorMs", "lexicalMs"],
+                    "searches": [[0.5, 12.3, 5.0, 4.0], [1.0, 40.0, 30.0, None],
+                                 [1.5, 9.0, None, None]],
+                    "compactions": [[0.8, 1.2]]}
+
+
+def test_searches_during_a_run_keep_their_timeline(pauses, ticking_clock):
+    server = _Server("indexing", ready_after=2)
+    figures = asyncio.run(search_alone(server, ["a", "b", "c"], while_running=True))
+    rows = figures["timeline"]["searches"]
+    assert len(rows) == 2 and figures["timeline"]["compactions"] == []
+    assert all(len(row) == 2 + len(PARTS) for row in rows)  # (the fake server told no parts)
+    assert "timeline" not in asyncio.run(search_alone(_Server(), ["a"]))
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
