@@ -84,11 +84,10 @@ def timeline(searches: list[tuple[float, float]], timings: list[dict], spans: li
     """A phase's searches and compactions in order, in seconds since ``start`` (the phase's
     start): each search as [when, round trip ms, then each of ``parts`` of its ``timings``
     in ms (None where the server gave none: an older checkout)], each compaction as [start,
-    end]. To see where in a run the slow searches fall, not only how many lie beside a
-    compaction."""
+    end]. ``timings``: one per search, in the same order. To see where in a run the slow
+    searches fall, not only how many lie beside a compaction."""
     rows = []
-    for i, (wall, ms) in enumerate(searches):
-        told = timings[i] if i < len(timings) else {}
+    for (wall, ms), told in zip(searches, timings, strict=True):
         rows.append([round(wall - start, 2), round(ms, 1), *(told.get(part) for part in parts)])
     return {"columns": ["seconds", "roundTripMs", *parts], "searches": rows,
             "compactions": [[round(span["start"] - start, 2), round(span["end"] - start, 2)]

@@ -402,7 +402,7 @@ class ServerUsage:
 async def search_pairs(s: Session, open_ws, queries: Iterable[str], while_running: bool) -> dict:
     """Each query through the server and in-process, alternating which goes first; during a
     run, pairs are spaced out so that they sample the whole run, not just its start."""
-    lsp, took, eng, parts, partial, timed = [], [], [], [], 0, []
+    lsp, took, eng, parts, partial, timed, told = [], [], [], [], 0, [], []
     phase_start = time.time()
     for i, query in enumerate(queries):
         if while_running and s.statuses[-1]["state"] != "indexing":
@@ -417,6 +417,7 @@ async def search_pairs(s: Session, open_ws, queries: Iterable[str], while_runnin
                 took.append(answer["tookMs"])
                 if "timings" in answer:
                     parts.append(answer["timings"])
+                told.append(answer.get("timings", {}))  # one per search, for the timeline
                 partial += answer["partial"]
             else:
                 ws.search(query)
@@ -427,7 +428,7 @@ async def search_pairs(s: Session, open_ws, queries: Iterable[str], while_runnin
     if while_running:
         spans = compaction_spans(s.client.log_messages, since=phase_start)
         out["beside_compactions"] = beside_compactions(timed, spans)
-        out["timeline"] = timeline(timed, parts, spans, phase_start, PARTS)
+        out["timeline"] = timeline(timed, told, spans, phase_start, PARTS)
     return out
 
 
@@ -437,7 +438,7 @@ async def search_alone(s: Session, queries: Iterable[str], while_running: bool =
     second searching process the server measured faster, not slower: the pairs below are the
     side-by-side baseline, this is the plain figure.) Idle, back to back, or ``spaced`` as
     the searches during a run; during a run, spaced, until the run is over."""
-    lsp, took, parts, timed = [], [], [], []
+    lsp, took, parts, timed, told = [], [], [], [], []
     phase_start = time.time()
     for query in queries:
         if (spaced or while_running) and lsp:
@@ -451,11 +452,12 @@ async def search_alone(s: Session, queries: Iterable[str], while_running: bool =
         took.append(answer["tookMs"])
         if "timings" in answer:
             parts.append(answer["timings"])
+        told.append(answer.get("timings", {}))  # one per search, for the timeline
     out = {"lsp": stats(lsp), "server_took": stats(took), "server_parts": parts_stats(parts)}
     if while_running:
         spans = compaction_spans(s.client.log_messages, since=phase_start)
         out["beside_compactions"] = beside_compactions(timed, spans)
-        out["timeline"] = timeline(timed, parts, spans, phase_start, PARTS)
+        out["timeline"] = timeline(timed, told, spans, phase_start, PARTS)
     return out
 
 

@@ -188,7 +188,7 @@ def test_compaction_spans_and_the_searches_beside_them():
 
 def test_a_timeline_puts_searches_and_compactions_on_the_phase_clock():
     searches = [(100.5, 12.34), (101.0, 40.0), (101.5, 9.0)]
-    timings = [{"vectorMs": 5.0, "lexicalMs": 4.0}, {"vectorMs": 30.0}]  # the last told none
+    timings = [{"vectorMs": 5.0, "lexicalMs": 4.0}, {"vectorMs": 30.0}, {}]  # the last: none
     spans = [{"start": 100.8, "end": 101.2, "training_s": 0.0}]
     line = timeline(searches, timings, spans, 100.0, ("vectorMs", "lexicalMs"))
     assert line == {"columns": ["seconds", "roundTripMs", "vectorMs", "lexicalMs"],

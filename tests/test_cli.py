@@ -5,6 +5,7 @@ process, its exit status, stdout and stderr — in the subprocess tests (``rag_p
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -19,10 +20,10 @@ RESULT_KEYS = {"path", "start_line", "end_line", "score", "kind", "symbol", "lan
                "ranges", "snippet"}
 
 
-def rag_process(*args: str) -> subprocess.CompletedProcess:
+def rag_process(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """``rag-lsp ARGS`` in a new process, as a shell runs it."""
     return subprocess.run([sys.executable, "-m", "rag_lsp", *args], capture_output=True,
-                          text=True, timeout=300)
+                          text=True, timeout=300, env=env)
 
 
 @pytest.fixture
@@ -59,7 +60,9 @@ def test_search_without_index_indexes_first_and_prints_json(sample_root):
 
 def test_index_off_a_terminal_prints_plain_progress_lines(tmp_path):
     """A pipe (a CI log, `make demo | tee`) gets lines, not a bar it cannot redraw."""
-    proc = rag_process("index", str(make_sample_root(tmp_path)))
+    # (rich takes a pipe for a terminal when these ask it to: a CI log may set them)
+    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
+    proc = rag_process("index", str(make_sample_root(tmp_path)), env=env)
     assert proc.returncode == 0, proc.stderr
     assert re.search(r"^rag-lsp: indexing \d+%: \d+ of \d+ files, .* \(\d+:\d\d\)$",
                      proc.stderr, re.MULTILINE), proc.stderr
