@@ -326,6 +326,40 @@ def test_past_the_postings_size_a_run_folds_larger_batches_each(workspace, sampl
     assert steps[-1].startswith("fold ") and store._unindexed_rows() == 0  # noqa: SLF001
 
 
+def test_a_run_that_folded_batches_ends_asking_for_one_segment(workspace, sample_root,
+                                                               monkeypatch):
+    """Each fold of a run adds a segment to the ANN index, which every vector query searches:
+    a run that folded batches of its own ends with the index trained again as one (its last
+    compaction asks for one segment); a run that folded none, as a save's, asks for the
+    usual MAX_SEGMENTS (None)."""
+    from rag_lsp.indexing import indexer as indexer_module
+    from rag_lsp.store import lance_store
+
+    monkeypatch.setattr(indexer_module, "WRITE_BATCH_CHUNKS", 1)
+    monkeypatch.setattr(indexer_module, "LARGE_INDEX_BATCH_CHUNKS", 2)
+    asked: list[int | None] = []
+    optimize = lance_store.ChunkStore.optimize
+
+    def noted(self, *args, max_segments=None, **kwargs):
+        asked.append(max_segments)
+        return optimize(self, *args, max_segments=max_segments, **kwargs)
+
+    monkeypatch.setattr(lance_store.ChunkStore, "optimize", noted)
+    monkeypatch.setattr(lance_store.ChunkStore, "needs_vector_index",
+                        lambda self, max_segments=None: max_segments == 1)  # as if 2 or more
+    monkeypatch.setattr(lance_store, "POSTINGS_MAX_ROWS", 0)  # as past 50k chunks
+    for n in range(3):  # one chunk a file: a batch of two folded as written, then one
+        (sample_root / f"src/fold_{n}.py").write_text(f"def fold_{n}(x):\n    return x\n",
+                                                      encoding="utf-8")
+    workspace.index()
+    assert asked == [None, 1]  # the batch's fold, then the run's end
+    asked.clear()
+    (sample_root / "src/fold_0.py").write_text("def fold_again(x):\n    return x\n",
+                                                encoding="utf-8")
+    workspace.index()  # one file: a batch of one, no fold before the end
+    assert asked == [None]
+
+
 def test_a_large_batch_is_written_in_groups_of_whole_files():
     """A batch past the size is written in groups of at least the given chunks, a file never
     split, every file once and in order; the last group may be smaller."""

@@ -299,6 +299,31 @@ def test_an_index_left_in_too_many_segments_is_merged_by_the_next_run(large_stor
     assert not store.needs_optimize()
 
 
+def test_an_optimize_asked_for_one_segment_trains_again_below_the_limit(large_store,
+                                                                        monkeypatch):
+    """A run that folded batches of its own ends with its index in one segment
+    (Indexer._finish asks for it): below MAX_SEGMENTS, not trained by default, trained when
+    asked, and still finds every row. Not in a table below MATRIX_MAX_ROWS, where only
+    filtered searches use the index."""
+    store, vectors, rng = large_store
+    store.optimize()
+    fresh = [edit_and_optimize(store, rng, edit) for edit in range(2)]
+    assert index_segments(store._chunks) == 3 < vector_index.MAX_SEGMENTS  # noqa: SLF001
+    assert not store.needs_vector_index() and store.needs_vector_index(max_segments=1)
+    assert store.needs_vector_index(max_segments=3) is False
+    with monkeypatch.context() as below:
+        below.setattr(vector_index, "MATRIX_MAX_ROWS", ROWS * 2)  # the table shrank below it
+        assert not store.needs_vector_index(max_segments=1)
+    times = store.optimize(max_segments=1)
+    assert times.training_seconds is not None
+    assert index_segments(store._chunks) == 1  # noqa: SLF001
+    assert not store.needs_vector_index(max_segments=1)
+    for edit, vectors_of_edit in enumerate(fresh):
+        found = store.vector_search(vectors_of_edit[5], 1)
+        assert found[0]["id"] == f"pkg/m{edit}.py#{edit * 100 + 5}"
+    assert store.optimize(max_segments=1).training_seconds is None  # one already
+
+
 def test_an_index_below_the_size_keeps_few_segments(large_store, monkeypatch):
     """A table that shrank below the size keeps its index (filtered searches use it): edits
     must not pile up segments there either, nor leave every later run an optimize that can

@@ -192,6 +192,7 @@ class Indexer:
         self._counter = counter
         self._index_dir = index_dir
         self._batches_written = 0
+        self._folds = 0  # compactions before the run's end (see _finish)
         self._draft_mark = 0  # see _index_files
         # Paths to drop in the next write's commit (a rename's old name), see update_paths.
         self._removals: list[str] = []
@@ -494,11 +495,12 @@ class Indexer:
         if (self._batches_written % OPTIMIZE_EVERY_BATCHES == 0
                 or (full and self.store.searches_read_full_text_index())):
             self._optimize()
+            self._folds += 1
 
-    def _optimize(self) -> None:
+    def _optimize(self, max_segments: int | None = None) -> None:
         """Compact, and say when and for how long: the heaviest step of a run, and the
         searches beside it are its slowest (see CompactionTimes)."""
-        times = self.store.optimize(self._around_rewrite)
+        times = self.store.optimize(self._around_rewrite, max_segments=max_segments)
         log.info("%s: %s while indexing", self.root.name or self.root, times.describe())
 
     def _batch_chunks(self) -> int:
@@ -520,8 +522,16 @@ class Indexer:
         # table), and also when nothing changed: a large index without its vector index
         # (written by an older rag-lsp, or grown past what its index was trained on), or
         # with writes that were never compacted.
-        if self.store.needs_optimize():
-            self._optimize()
+        # A run that folded batches of its own as it went left the ANN index a segment for
+        # each (past MATRIX_MAX_ROWS), and every vector query searches each segment: at 100k
+        # chunks, in process, four of them after two runs took 14.6 ms at the median against
+        # 11.5 in one (bench/README.md, "Where in a 100k re-index the searches slow down").
+        # Left as they are, the searches after the run and in the next one pay for them
+        # until a fold passes MAX_SEGMENTS. So such a run ends with the index trained again
+        # as one; a save's few rows, folded once saves settle, do not.
+        one_segment = self._folds > 0 and self.store.needs_vector_index(max_segments=1)
+        if one_segment or self.store.needs_optimize():
+            self._optimize(max_segments=1 if self._folds else None)  # (None: MAX_SEGMENTS)
         self.store.settle_copy()  # the run's patches no longer cost each search
         report.chunks_total = self.store.count_chunks()
         report.seconds = time.monotonic() - started

@@ -660,9 +660,10 @@ class ChunkStore:
         return rows, trained, index_segments(self._chunks), of_an_older_kind(self._chunks)
 
     @_reports_damage
-    def needs_vector_index(self) -> bool:
-        """Whether :meth:`optimize` would (re)build the ANN index."""
-        return needs_training(*self._training_state())
+    def needs_vector_index(self, max_segments: int | None = None) -> bool:
+        """Whether :meth:`optimize` would (re)build the ANN index (with ``max_segments``:
+        see :func:`~rag_lsp.store.vector_index.needs_training`)."""
+        return needs_training(*self._training_state(), max_segments=max_segments)
 
     @_reports_damage
     def needs_optimize(self) -> bool:
@@ -1153,7 +1154,7 @@ class ChunkStore:
     @_reports_damage
     @_recorded
     def optimize(self, around_rewrite: Callable[[], AbstractContextManager[object]]
-                 = nullcontext) -> CompactionTimes:
+                 = nullcontext, *, max_segments: int | None = None) -> CompactionTimes:
         """Compact files, fold new rows into indexes and drop old versions (after bursts);
         then (re)build the ANN index when the table is past MATRIX_MAX_ROWS chunks and has
         none or has outgrown the rows it was trained on, or when edits have left it in too
@@ -1169,7 +1170,9 @@ class ChunkStore:
         the first compaction the store connects again, with empty caches, if the ones it has
         hold enough to matter (:meth:`_let_go_of_caches`); after, if the table changed: what
         LanceDB cached of the versions before is of no more use (see lance_caches).
-        How long it took, and of that the training's part."""
+        ``max_segments``: the most segments the ANN index may keep (by default
+        MAX_SEGMENTS; one at the end of a run that folded batches: see
+        ``Indexer._finish``). How long it took, and of that the training's part."""
         started = time.monotonic()
         training_seconds = None
         with self._write_lock:
@@ -1180,7 +1183,7 @@ class ChunkStore:
             with self._moving_rows():
                 self._compact_first()
                 rows, trained, segments, older_kind = self._training_state()
-                if needs_training(rows, trained, segments, older_kind):
+                if needs_training(rows, trained, segments, older_kind, max_segments):
                     with around_rewrite():
                         training_started = time.monotonic()  # (the set-aside not counted)
                         if self._train_and_compact(rows):

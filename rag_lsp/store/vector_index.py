@@ -140,11 +140,16 @@ def trains_in_a_child(rows: int) -> bool:
 
 
 def needs_training(rows: int, trained: int | None, segments: int = 1,
-                   older_kind: bool = False) -> bool:
+                   older_kind: bool = False, max_segments: int | None = None) -> bool:
     """Whether a table of ``rows`` chunks should (re)build its ANN index, trained on
-    ``trained`` rows (None: it has none), in ``segments`` pieces, and of an ``older_kind``
-    than this rag-lsp builds."""
-    if trained is not None and (segments > MAX_SEGMENTS or older_kind) and rows > 0:
+    ``trained`` rows (None: it has none), in ``segments`` pieces (more than
+    ``max_segments``, by default MAX_SEGMENTS, are too many), and of an ``older_kind``
+    than this rag-lsp builds. Fewer segments than MAX_SEGMENTS are asked for only past
+    MATRIX_MAX_ROWS, where every search uses the index (below, only filtered ones do, and
+    the training would run in this process)."""
+    too_many = (max_segments if max_segments is not None and rows > MATRIX_MAX_ROWS
+                else MAX_SEGMENTS)
+    if trained is not None and (segments > too_many or older_kind) and rows > 0:
         return True
     return rows > MATRIX_MAX_ROWS and (trained is None or rows > RETRAIN_GROWTH * trained)
 
