@@ -353,6 +353,16 @@ def test_a_run_that_folded_batches_ends_asking_for_one_segment(workspace, sample
                                                       encoding="utf-8")
     workspace.index()
     assert asked == [None, 1]  # the batch's fold, then the run's end
+    # A run whose last batch was folded as written has nothing left to fold (nothing else
+    # due either, here): it still ends trained as one segment.
+    asked.clear()
+    for n in range(4):  # two full batches, each folded as written
+        (sample_root / f"src/full_{n}.py").write_text(f"def full_{n}(x):\n    return x\n",
+                                                      encoding="utf-8")
+    with monkeypatch.context() as nothing_due:
+        nothing_due.setattr(lance_store.ChunkStore, "needs_optimize", lambda self: False)
+        workspace.index()
+    assert asked == [None, None, 1]
     asked.clear()
     (sample_root / "src/fold_0.py").write_text("def fold_again(x):\n    return x\n",
                                                 encoding="utf-8")
