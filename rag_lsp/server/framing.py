@@ -62,6 +62,11 @@ class FrameGuard:
 
     # ---- what pygls calls ----------------------------------------------------------------
 
+    def buffered(self) -> int:
+        """Bytes of good frames read and not yet taken: ``readline`` and ``read`` of at most
+        that many do not wait for stdin."""
+        return len(self._out)
+
     def readline(self) -> bytes:
         if not self._out and not self._next_frame():
             return b""

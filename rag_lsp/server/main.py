@@ -9,6 +9,7 @@ from lsprotocol import types
 from rag_lsp.server.app import RagServer
 from rag_lsp.server.early_answer import Opening, open_stdio
 from rag_lsp.server.features import context, indexing, knowledge, lifecycle, search, watching
+from rag_lsp.server.serving import serve_io
 from rag_lsp.server.stdio import ClientLogHandler, configure_logging, unsent
 
 
@@ -42,6 +43,6 @@ def serve_stdio(log_level: str = "info", opening: Opening | None = None) -> None
 
     logging.getLogger("rag_lsp").addHandler(ClientLogHandler(to_client))
     try:
-        server.start_io(stdin=opening.stdin, stdout=opening.stdout)
+        serve_io(server, opening.stdin, opening.stdout)
     finally:  # also when the client vanished without `shutdown`: stop indexing, then exit
         server.stop()

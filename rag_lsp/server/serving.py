@@ -1,0 +1,68 @@
+"""pygls's message loop on stdio, read through the frame guard with one hand-over a message.
+
+pygls's own ``start_io`` reads each message in three calls (the header line, the blank line,
+the body), each handed to a thread and back to the event loop: six thread wake-ups before a
+request is dispatched, each waiting its turn for a core while a run indexes. The guard
+(``framing.FrameGuard``) reads a whole frame on the first call, so :class:`FrameReader` hands
+only that one to a thread; the rest of the frame is already in memory and is answered on the
+loop at once (bench/README.md, "The server's own share of a request").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Awaitable
+from concurrent.futures import Executor
+from typing import Any
+
+from pygls.io_ import StdoutWriter, run_async
+
+from rag_lsp.server.framing import FrameGuard
+
+# pygls's own loop logs under this name (``pygls.server``, which its start_io uses).
+_PYGLS_LOG = logging.getLogger("pygls.server")
+
+
+class FrameReader:
+    """The reader pygls's loop awaits (``readline``, ``readexactly``), over a guard."""
+
+    def __init__(self, guard: FrameGuard, executor: Executor):
+        self._guard = guard
+        self._executor = executor
+
+    def readline(self) -> Awaitable[bytes]:
+        if self._guard.buffered():
+            return _done(self._guard.readline())
+        return asyncio.get_running_loop().run_in_executor(self._executor, self._guard.readline)
+
+    def readexactly(self, n: int) -> Awaitable[bytes]:
+        if self._guard.buffered() >= n:
+            return _done(self._guard.read(n))
+        return asyncio.get_running_loop().run_in_executor(self._executor, self._guard.read, n)
+
+
+def _done(value: bytes) -> asyncio.Future[bytes]:
+    """An awaitable that has ``value`` already: awaiting it does not leave the loop's turn."""
+    future = asyncio.get_running_loop().create_future()
+    future.set_result(value)
+    return future
+
+
+def serve_io(server: Any, stdin: FrameGuard, stdout: Any) -> None:
+    """What pygls's ``start_io`` does (a pygls ``JsonRPCServer``), reading through
+    :class:`FrameReader`: serve until the client exits or stdin closes."""
+    # pygls's shutdown() and exit stop the loop through this event.
+    server._stop_event = stop = threading.Event()  # noqa: SLF001
+    server.protocol.set_writer(StdoutWriter(stdout))
+    try:
+        asyncio.run(run_async(stop_event=stop, reader=FrameReader(stdin, server.thread_pool),
+                              protocol=server.protocol, logger=_PYGLS_LOG,
+                              error_handler=server.report_server_error))
+    except BrokenPipeError:
+        _PYGLS_LOG.error("Connection to the client is lost! Shutting down the server.")
+    except (KeyboardInterrupt, SystemExit):
+        pass
+    finally:
+        server.shutdown()
