@@ -7,13 +7,16 @@ Two servers of a small generated workspace (each with its own index), asked the 
 in turn (which one goes first alternates), first idle, then beside a process that keeps one
 core busy (as the model's child does while a run indexes). Each request's round trip is
 taken by the benchmark's client, which keeps answers as parsed JSON (as an editor does); its
-``tookMs`` by the server, from the engine's start to the answer built. "outside" is the
-difference: the server's protocol and the pipes.
+``tookMs`` by the server, from the handler's call of the search (after its params are
+checked) to the answer built, the hand-over to the search thread and back included.
+"outside" is the difference: the rest of the server's protocol, the pipes and the client.
+The table shows p50 / p95; the JSON (``--out``) has p99 and the maximum too.
 
     .venv/bin/python bench/protocol_overhead.py --baseline /tmp/base   # ~3 min
 
-``--baseline`` is a checkout of rag-lsp (a ``git worktree``), run with its own code and this
-virtualenv. Without it both servers are this checkout's (how much two of one code differ).
+``--baseline`` is a checkout of rag-lsp (a ``git worktree``, its ``models/`` linked to this
+one's), run with its own code and this virtualenv. Without it both servers are this
+checkout's (how much two of one code differ).
 """
 
 from __future__ import annotations
@@ -40,7 +43,8 @@ class Side:
     def __init__(self, name: str, code: Path, root: Path, index: Path):
         env = dict(os.environ)
         env["PYTHONPATH"] = str(code)
-        self.name, self.session = name, Session(root, index, "visual-studio-code", env=env)
+        self.name, self.code = name, code
+        self.session = Session(root, index, "visual-studio-code", env=env)
         self.figures: dict[str, dict[str, list[float]]] = {}
 
     async def search(self, phase: str, query: str) -> None:
@@ -64,30 +68,36 @@ async def measure(args: argparse.Namespace, work: Path) -> dict:
     root = work / "ws"
     generate(root, args.files, args.seed)
     here = Path(__file__).resolve().parent.parent
+    # (absolute: each server runs from the workspace's folder)
     sides = [Side("this", here, root, work / "index-this"),
-             Side("baseline", args.baseline or here, root, work / "index-baseline")]
-    for side in sides:
-        started = time.monotonic()
-        status = await side.session.start()
-        log(f"{side.name}: {status['folders'][0].get('chunks')} chunks, ready in "
-            f"{time.monotonic() - started:.0f} s")
-    for side in sides:  # warm: the in-memory copy loads in the background of the first ones
-        for query in make_queries(20, args.seed + 1):
-            await side.session.search(query)
-    await asyncio.sleep(3)
-    await phase(sides, "idle", make_queries(args.queries, args.seed + 2), args.spacing)
-    busy = subprocess.Popen([sys.executable, "-c", BUSY_CORE])
+             Side("baseline", (args.baseline or here).resolve(), root,
+                  work / "index-baseline")]
+    started_sides = []
     try:
-        await asyncio.sleep(1)
-        await phase(sides, "beside a busy core", make_queries(args.queries, args.seed + 3),
-                    args.spacing)
+        for side in sides:
+            started = time.monotonic()
+            started_sides.append(side)
+            status = await side.session.start()
+            log(f"{side.name} ({side.code}): {status['folders'][0].get('chunks')} chunks, "
+                f"ready in {time.monotonic() - started:.0f} s")
+        for side in sides:  # warm: the in-memory copy loads in the background of the first
+            for query in make_queries(20, args.seed + 1):
+                await side.session.search(query)
+        await asyncio.sleep(3)
+        await phase(sides, "idle", make_queries(args.queries, args.seed + 2), args.spacing)
+        busy = subprocess.Popen([sys.executable, "-c", BUSY_CORE])
+        try:
+            await asyncio.sleep(1)
+            await phase(sides, "beside a busy core", make_queries(args.queries, args.seed + 3),
+                        args.spacing)
+        finally:
+            busy.kill()
+            busy.wait()
     finally:
-        busy.kill()
-        busy.wait()
-    for side in sides:
-        await side.session.client.shutdown_session()
+        for side in started_sides:
+            await side.session.client.shutdown_session()
     return {"files": args.files, "queries": args.queries, "spacing_s": args.spacing,
-            "baseline": str(args.baseline) if args.baseline else None,
+            "code": {side.name: str(side.code) for side in sides},
             "cpu_count": os.cpu_count(),
             "servers": {side.name: {ph: {key: stats(values) for key, values in got.items()}
                                     for ph, got in side.figures.items()} for side in sides}}
@@ -105,7 +115,7 @@ def table(result: dict) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+    ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--baseline", type=Path,
                     help="a rag-lsp checkout to run beside this one (default: this one)")
@@ -114,9 +124,13 @@ def main() -> None:
                     "servers (200)")
     ap.add_argument("--spacing", type=float, default=0.02,
                     help="seconds between two requests (0.02)")
-    ap.add_argument("--seed", type=int, default=7)
-    ap.add_argument("--json", action="store_true", help="print one JSON object instead")
-    ap.add_argument("--out", type=Path, default=RESULTS / "protocol_overhead.json")
+    ap.add_argument("--seed", type=int, default=7,
+                    help="seed of the generated files and the queries (7)")
+    ap.add_argument("--json", action="store_true",
+                    help="print one JSON object instead of the table (--out is written either "
+                    "way)")
+    ap.add_argument("--out", type=Path, default=RESULTS / "protocol_overhead.json",
+                    help="where the figures go (bench/results/protocol_overhead.json)")
     args = ap.parse_args()
     if args.baseline and not (args.baseline / "rag_lsp" / "server").is_dir():
         ap.error(f"--baseline {args.baseline} is not a rag-lsp checkout (no rag_lsp/server)")

@@ -50,8 +50,11 @@ async def server(tmp_path_factory, embedder):
         yield lsp
 
 
-@pytest.mark.parametrize("bad", ["not an object", [1, 2], {"unknownField": 1}],
-                         ids=["string", "array", "unknown field"])
+# (pygls's named tuples renamed a key that is not a Python name, and could not take
+# `type_name`: such a request went unanswered until the seventy-third session)
+@pytest.mark.parametrize("bad", ["not an object", [1, 2], {"unknownField": 1}, {"0": 1},
+                                 {"type_name": "x"}],
+                         ids=["string", "array", "unknown field", "not a name", "type_name"])
 async def test_the_same_bad_params_get_the_same_code_from_every_method(server, bad):
     codes = {method: _error(await server.request(method, bad)) for method in REQUESTS}
     assert set(codes.values()) == {(-32602, "bad-input")}, codes

@@ -5,7 +5,7 @@ the body), each handed to a thread and back to the event loop: six thread wake-u
 request is dispatched, each waiting its turn for a core while a run indexes. The guard
 (``framing.FrameGuard``) reads a whole frame on the first call, so :class:`FrameReader` hands
 only that one to a thread; the rest of the frame is already in memory and is answered on the
-loop at once (bench/README.md, "The server's own share of a request").
+loop at once (bench/README.md, "`protocol_overhead.py`: the server's own share of a request").
 """
 
 from __future__ import annotations
@@ -38,9 +38,12 @@ class FrameReader:
         return asyncio.get_running_loop().run_in_executor(self._executor, self._guard.readline)
 
     def readexactly(self, n: int) -> Awaitable[bytes]:
-        if self._guard.buffered() >= n:
-            return _done(self._guard.read(n))
-        return asyncio.get_running_loop().run_in_executor(self._executor, self._guard.read, n)
+        # pygls reads a body after its header, and the guard holds a frame whole: a shorter
+        # read would be taken by pygls's loop for the end of input.
+        if self._guard.buffered() < n:
+            raise RuntimeError(f"a body of {n} bytes asked for with "
+                               f"{self._guard.buffered()} read: frames are read whole")
+        return _done(self._guard.read(n))
 
 
 def _done(value: bytes) -> asyncio.Future[bytes]:
@@ -53,7 +56,8 @@ def _done(value: bytes) -> asyncio.Future[bytes]:
 def serve_io(server: Any, stdin: FrameGuard, stdout: Any) -> None:
     """What pygls's ``start_io`` does (a pygls ``JsonRPCServer``), reading through
     :class:`FrameReader`: serve until the client exits or stdin closes."""
-    # pygls's shutdown() and exit stop the loop through this event.
+    # pygls's loop runs until this is set or stdin ends (`exit` leaves by SystemExit); its
+    # shutdown() sets it.
     server._stop_event = stop = threading.Event()  # noqa: SLF001
     server.protocol.set_writer(StdoutWriter(stdout))
     try:

@@ -106,9 +106,13 @@ class RagProtocol(LanguageServerProtocol):
 
     A method of ours (no LSP type: ``rag/search`` and the rest) keeps its params as parsed
     JSON: pygls's fallback turned every object in them into a new named-tuple class, which
-    each handler's ``parse_params`` turned back into dicts (~0.3 ms a request). An answer that
-    is plain JSON (a dict or list, as all of ours are) is handed to ``json.dumps`` as it is,
-    without cattrs' walk through every value first (~0.25 ms for a search's answer)."""
+    each handler's ``parse_params`` turned back into dicts (a ``type_name`` key left the
+    request unanswered, and keys that are not Python names were renamed); now the schema
+    judges the keys as sent. An answer that is a dict or list (all of ours are) is
+    handed to ``json.dumps`` as it is, without cattrs' walk through every value first; an
+    lsprotocol object inside it still goes through cattrs, as ``json.dumps``'s ``default``.
+    The two saved 0.2-0.3 ms a search at the median (bench/README.md,
+    "`protocol_overhead.py`: the server's own share of a request")."""
 
     # Set when `initialize` was answered before pygls loaded (``early_answer``): told when
     # pygls cannot read that message, which it then never answers.
