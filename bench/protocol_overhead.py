@@ -73,6 +73,7 @@ async def measure(args: argparse.Namespace, work: Path) -> dict:
              Side("baseline", (args.baseline or here).resolve(), root,
                   work / "index-baseline")]
     started_sides = []
+    failed = True  # until the phases are done: a shutdown error then must not hide the first
     try:
         for side in sides:
             started = time.monotonic()
@@ -93,9 +94,17 @@ async def measure(args: argparse.Namespace, work: Path) -> dict:
         finally:
             busy.kill()
             busy.wait()
+        failed = False
     finally:
         for side in started_sides:
-            await side.session.client.shutdown_session()
+            try:
+                await side.session.client.shutdown_session()
+            except Exception as exc:
+                if not failed:
+                    raise
+                # (a server that failed to start, or died, may not answer its shutdown)
+                log(f"{side.name}: its server did not shut down ({exc!r}); the error that "
+                    "stopped the bench follows")
     return {"files": args.files, "queries": args.queries, "spacing_s": args.spacing,
             "code": {side.name: str(side.code) for side in sides},
             "cpu_count": os.cpu_count(),
