@@ -73,7 +73,9 @@ async def measure(args: argparse.Namespace, work: Path) -> dict:
              Side("baseline", (args.baseline or here).resolve(), root,
                   work / "index-baseline")]
     started_sides = []
-    failed = True  # until the phases are done: a shutdown error then must not hide the first
+    # True until the phases are done. Until then a failed shutdown is logged, not raised, so
+    # that it does not hide the error that stopped the bench.
+    failed = True
     try:
         for side in sides:
             started = time.monotonic()
@@ -96,15 +98,16 @@ async def measure(args: argparse.Namespace, work: Path) -> dict:
             busy.wait()
         failed = False
     finally:
-        for side in started_sides:
+        shutdown_error: Exception | None = None
+        for side in started_sides:  # each one, even after another's failed
             try:
                 await side.session.client.shutdown_session()
             except Exception as exc:
-                if not failed:
-                    raise
                 # (a server that failed to start, or died, may not answer its shutdown)
-                log(f"{side.name}: its server did not shut down ({exc!r}); the error that "
-                    "stopped the bench follows")
+                log(f"{side.name}: its server did not shut down ({exc!r})")
+                shutdown_error = shutdown_error or exc
+        if shutdown_error is not None and not failed:
+            raise shutdown_error
     return {"files": args.files, "queries": args.queries, "spacing_s": args.spacing,
             "code": {side.name: str(side.code) for side in sides},
             "cpu_count": os.cpu_count(),
