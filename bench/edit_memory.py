@@ -14,13 +14,27 @@ this process's. After each round freed heap is handed back (as the server does w
 and RSS is read: what the process holds for good. The checkouts run one after the other,
 not at once: their RSS is their own, but their seconds are only comparable on a quiet machine.
 
+A day of work is not only saves: with ``--pull-every N`` every Nth round rewrites
+``--pull-files`` files instead (a pull or a branch switch; 127 is 3 % of the 100k workdir's
+files), a run that folds its batches into the indexes as it goes and so ends with its ANN
+index trained again as one segment. Each round also records the compactions it ran (seconds,
+and of those the ANN index's training), the index's segments after them, the index folder's
+size on disk, and the cyclic garbage collector's full collections (one inside a search is
+that search's time too; the process keeps its long-lived objects out of them, as the
+language server does): whether any of them creeps up over the day. A compaction deletes the
+versions older than a minute (readers may still be on them), so rounds closer together than
+a day's saves keep more on disk; ``--pause`` spaces them out.
+
     .venv/bin/python bench/edit_memory.py --workdir /tmp/bench/lat100k --rounds 40
     .venv/bin/python bench/edit_memory.py --workdir /tmp/bench/lat100k --baseline /tmp/wt-before
+    .venv/bin/python bench/edit_memory.py --workdir /tmp/bench/lat100k --rounds 24 --pull-every 6 \
+        --pause 65
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import random
 import shutil
@@ -44,7 +58,49 @@ def rss_mb() -> float:
         return int(statm.read().split()[1]) * 4096 / 2**20
 
 
-def child(work: Path, rounds: int, files: int, searches: int, seed: int) -> None:
+def folder_mb(folder: Path) -> float:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 2**20
+
+
+def recording_compactions() -> list:
+    """Every compaction from here on: its CompactionTimes and the ANN index's segments after
+    it (the store's own method wrapped; the index as the store leaves it, read by the store's
+    own count)."""
+    from rag_lsp.store.lance_store import ChunkStore
+    from rag_lsp.store.vector_index import index_segments
+
+    seen: list = []
+    optimize = ChunkStore.optimize
+
+    def recorded(store, *args, **kwargs):
+        times = optimize(store, *args, **kwargs)
+        seen.append((times, index_segments(store._chunks)))  # noqa: SLF001 (a bench's look)
+        return times
+
+    ChunkStore.optimize = recorded  # type: ignore[method-assign]
+    return seen
+
+
+def timing_full_collections() -> list[float]:
+    """The milliseconds of each full collection of the cyclic garbage collector from here on,
+    appended as each ends: one inside a search is the search's time too."""
+    ended: list[float] = []
+    started: list[float] = []
+
+    def note(phase: str, info: dict) -> None:
+        if info.get("generation") != 2:
+            return
+        if phase == "start":
+            started[:] = [time.perf_counter()]
+        elif started:
+            ended.append((time.perf_counter() - started.pop()) * 1000)
+
+    gc.callbacks.append(note)
+    return ended
+
+
+def child(work: Path, rounds: int, files: int, searches: int, seed: int, pull_every: int = 0,
+          pull_files: int = 0, pause: float = 0.0) -> None:
     from index_workspace import set_up_as_the_command
 
     import rag_lsp.memory
@@ -55,6 +111,10 @@ def child(work: Path, rounds: int, files: int, searches: int, seed: int) -> None
     import rag_lsp
 
     ws = open_copied_workdir(work)
+    # As the language server does once its folders are open (an older checkout may not have it)
+    freeze = getattr(rag_lsp.memory, "freeze_long_lived_objects", None)
+    if freeze is not None:
+        freeze()
     root, embedder = ws.root, ws.embedder
     queries = make_queries(WARM_UP + rounds * searches, seed)
     for query in queries[:WARM_UP]:
@@ -64,23 +124,49 @@ def child(work: Path, rounds: int, files: int, searches: int, seed: int) -> None
     out: dict = {"code": str(Path(rag_lsp.__file__).parent.parent),
                  "chunks": ws.status().chunks, "idle_mb": round(rss_mb()), "rounds": []}
     paths = sorted(p for p in root.rglob("*") if p.suffix in (".py", ".md"))
+    if max(files, pull_files if pull_every else 0) > len(paths):
+        raise SystemExit(f"a round cannot rewrite {max(files, pull_files)} files: the workdir "
+                         f"has {len(paths)}; ask for fewer (--files, --pull-files)")
     rng = random.Random(seed)
     embedder.embed = stand_in_vectors(embedder.dimension)  # type: ignore[method-assign]
+    compactions = recording_compactions()
+    index_folder = work / "index"
+    out["index_mb"] = round(folder_mb(index_folder))
+    full_collections = timing_full_collections()
     for n in range(rounds):
-        rewrite(rng.sample(paths, k=files), rng.randrange(1 << 30))
+        if n:
+            time.sleep(pause)
+        pull = bool(pull_every) and (n + 1) % pull_every == 0
+        changed = pull_files if pull else files
+        rewrite(rng.sample(paths, k=changed), rng.randrange(1 << 30))
+        before, collections_before = len(compactions), len(full_collections)
         started = time.perf_counter()
         ws.index()
         index_seconds = time.perf_counter() - started
+        ran = compactions[before:]
         took = []
         for query in queries[WARM_UP + n * searches: WARM_UP + (n + 1) * searches]:
             started = time.perf_counter()
             ws.search(query)
             took.append((time.perf_counter() - started) * 1000)
         rag_lsp.memory.return_freed_memory()
-        out["rounds"].append({"rss_mb": round(rss_mb()), "index_s": round(index_seconds, 1),
-                              "search_ms": [round(t, 1) for t in took]})
-        print(f"[{time.strftime('%H:%M:%S')}] round {n + 1}: RSS {out['rounds'][-1]['rss_mb']} MB,"
-              f" index {index_seconds:.1f} s", file=sys.stderr, flush=True)
+        out["rounds"].append({
+            "files": changed, "pull": pull, "rss_mb": round(rss_mb()),
+            "index_s": round(index_seconds, 1),
+            # (an older checkout's optimize returned nothing)
+            "compactions_s": [round(times.seconds, 1) for times, _ in ran if times],
+            "training_s": [round(times.training_seconds, 1) for times, _ in ran
+                           if times and times.training_seconds is not None],
+            "segments": ran[-1][1] if ran else None,
+            "index_mb": round(folder_mb(index_folder)),
+            "search_ms": [round(t, 1) for t in took],
+            "full_gc_ms": [round(t, 1) for t in full_collections[collections_before:]]})
+        r = out["rounds"][-1]
+        print(f"[{time.strftime('%H:%M:%S')}] round {n + 1} ({changed} files): RSS "
+              f"{r['rss_mb']} MB, index {index_seconds:.1f} s, compactions {r['compactions_s']}"
+              f" (trainings {r['training_s']}), segments {r['segments']}, index folder "
+              f"{r['index_mb']} MB, full collections {r['full_gc_ms']} ms", file=sys.stderr,
+              flush=True)
     print(json.dumps(out))
 
 
@@ -91,7 +177,9 @@ def measure(code: Path, workdir: Path, args: argparse.Namespace) -> dict:
         try:
             return run_child(str(Path(__file__).resolve()), code,
                              [str(work), str(args.rounds), str(args.files), str(args.searches),
-                              str(args.seed)], work, 7200)
+                              str(args.seed), str(args.pull_every), str(args.pull_files),
+                              str(args.pause)],
+                             work, 7200)
         finally:
             shutil.rmtree(work, ignore_errors=True)
 
@@ -106,13 +194,19 @@ def summary(run: dict) -> dict:
             if len(rss) > quarter else None,
             "index_s_total": round(sum(r["index_s"] for r in run["rounds"]), 1),
             "search_p50_ms": round(pct(took, 0.5), 1) if took else None,
-            "search_p95_ms": round(pct(took, 0.95), 1) if took else None}
+            "search_p95_ms": round(pct(took, 0.95), 1) if took else None,
+            # (absent from runs of a checkout before these were recorded)
+            "trainings": sum(len(r.get("training_s", ())) for r in run["rounds"]),
+            "training_s_total": round(sum(sum(r.get("training_s", ())) for r in run["rounds"]), 1),
+            "segments_max": max((r.get("segments") or 0 for r in run["rounds"]), default=0),
+            "full_gc_ms_max": max((t for r in run["rounds"] for t in r.get("full_gc_ms", ())),
+                                  default=None),
+            "index_mb": [run.get("index_mb"), run["rounds"][-1].get("index_mb")]}
 
 
 def main() -> int:
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        child(Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]),
-              int(sys.argv[6]))
+        child(Path(sys.argv[2]), *map(int, sys.argv[3:9]), *map(float, sys.argv[9:]))
         return 0
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -123,9 +217,20 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=20, help="rounds of saves (20)")
     parser.add_argument("--files", type=int, default=3, help="files saved a round (3)")
     parser.add_argument("--searches", type=int, default=5, help="searches a round (5)")
+    parser.add_argument("--pull-every", type=int, default=0, metavar="N",
+                        help="every Nth round rewrites --pull-files files instead: a pull or "
+                             "a branch switch (0: never, the default)")
+    parser.add_argument("--pull-files", type=int, default=127,
+                        help="files such a round rewrites (127: 3%% of the 100k workdir's)")
+    parser.add_argument("--pause", type=float, default=0.0, metavar="SECONDS",
+                        help="between rounds (0); past 60 a compaction deletes the round "
+                             "before's old versions, as over a day of saves")
     parser.add_argument("--seed", type=int, default=7, help="which files, which queries (7)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead")
     args = parser.parse_args()
+    if min(args.rounds, args.files, args.pull_files) < 1 or args.pull_every < 0 or args.pause < 0:
+        parser.error("--rounds, --files and --pull-files take 1 or more; --pull-every and "
+                     "--pause 0 or more")
     problem = workdir_problem(args.workdir)
     if problem:
         parser.error(problem)
@@ -140,7 +245,9 @@ def main() -> int:
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
-    print(f"{result['chunks']} chunks; {args.rounds} rounds of {args.files} files saved, "
+    pulls = (f" ({args.pull_files} files every {args.pull_every}th round)"
+             if args.pull_every else "")
+    print(f"{result['chunks']} chunks; {args.rounds} rounds of {args.files} files saved{pulls}, "
           f"Workspace.index() and {args.searches} searches; RSS after each round, MB")
     width = max(len(n) for n in runs)
     for name, run in runs.items():
@@ -150,7 +257,10 @@ def main() -> int:
         print(f"  {name:<{width}}  last {s['last_mb']} MB, max {s['max_mb']}, growth a round over "
               f"the last quarter {s['growth_per_round_last_quarter_mb']} MB; index runs "
               f"{s['index_s_total']} s in all; searches p50 / p95 {s['search_p50_ms']} / "
-              f"{s['search_p95_ms']} ms")
+              f"{s['search_p95_ms']} ms; {s['trainings']} trainings of the ANN index "
+              f"({s['training_s_total']} s), at most {s['segments_max']} segments; index folder "
+              f"{s['index_mb'][0]} -> {s['index_mb'][1]} MB; the longest full garbage "
+              f"collection {s['full_gc_ms_max']} ms")
     return 0
 
 
