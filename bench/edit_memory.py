@@ -59,22 +59,42 @@ def rss_mb() -> float:
 
 
 def folder_mb(folder: Path) -> float:
-    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 2**20
+    total = 0
+    for path in folder.rglob("*"):
+        try:
+            total += path.stat().st_size if path.is_file() else 0
+        except FileNotFoundError:  # deleted meanwhile
+            pass
+    return total / 2**20
+
+
+def is_pull(round_index: int, pull_every: int) -> bool:
+    """Whether round ``round_index`` (from 0) is a pull: every ``pull_every``th round, the
+    first of them the ``pull_every``th (0: none)."""
+    return pull_every > 0 and (round_index + 1) % pull_every == 0
 
 
 def recording_compactions() -> list:
-    """Every compaction from here on: its CompactionTimes and the ANN index's segments after
-    it (the store's own method wrapped; the index as the store leaves it, read by the store's
-    own count)."""
+    """Every compaction from here on: its CompactionTimes (None from a checkout whose
+    ``optimize`` returned nothing), the ANN index's segments after it (read by the store's own
+    count; None from a checkout without it) and the seconds that reading took, which the
+    bench's own look adds to the run's (the store's own method wrapped)."""
     from rag_lsp.store.lance_store import ChunkStore
-    from rag_lsp.store.vector_index import index_segments
+
+    try:
+        from rag_lsp.store.vector_index import index_segments
+    except ImportError:
+        index_segments = None
 
     seen: list = []
     optimize = ChunkStore.optimize
 
     def recorded(store, *args, **kwargs):
         times = optimize(store, *args, **kwargs)
-        seen.append((times, index_segments(store._chunks)))  # noqa: SLF001 (a bench's look)
+        started = time.perf_counter()
+        segments = (index_segments(store._chunks)  # noqa: SLF001 (a bench's look)
+                    if index_segments is not None else None)
+        seen.append((times, segments, time.perf_counter() - started))
         return times
 
     ChunkStore.optimize = recorded  # type: ignore[method-assign]
@@ -114,7 +134,7 @@ def child(work: Path, rounds: int, files: int, searches: int, seed: int, pull_ev
     # As the language server does once its folders are open (an older checkout may not have it)
     freeze = getattr(rag_lsp.memory, "freeze_long_lived_objects", None)
     if freeze is not None:
-        freeze()
+        freeze()  # (recorded: an older checkout's searches and collections do not compare)
     root, embedder = ws.root, ws.embedder
     queries = make_queries(WARM_UP + rounds * searches, seed)
     for query in queries[:WARM_UP]:
@@ -122,11 +142,13 @@ def child(work: Path, rounds: int, files: int, searches: int, seed: int, pull_ev
     time.sleep(2)  # anything loading in the background after the first searches
     rag_lsp.memory.return_freed_memory()
     out: dict = {"code": str(Path(rag_lsp.__file__).parent.parent),
-                 "chunks": ws.status().chunks, "idle_mb": round(rss_mb()), "rounds": []}
+                 "chunks": ws.status().chunks, "idle_mb": round(rss_mb()),
+                 "frozen": freeze is not None, "rounds": []}
     paths = sorted(p for p in root.rglob("*") if p.suffix in (".py", ".md"))
-    if max(files, pull_files if pull_every else 0) > len(paths):
-        raise SystemExit(f"a round cannot rewrite {max(files, pull_files)} files: the workdir "
-                         f"has {len(paths)}; ask for fewer (--files, --pull-files)")
+    most = max(files, pull_files if pull_every else 0)
+    if most > len(paths):
+        raise SystemExit(f"a round cannot rewrite {most} files: the workdir has {len(paths)}; "
+                         "ask for fewer (--files, --pull-files)")
     rng = random.Random(seed)
     embedder.embed = stand_in_vectors(embedder.dimension)  # type: ignore[method-assign]
     compactions = recording_compactions()
@@ -136,14 +158,14 @@ def child(work: Path, rounds: int, files: int, searches: int, seed: int, pull_ev
     for n in range(rounds):
         if n:
             time.sleep(pause)
-        pull = bool(pull_every) and (n + 1) % pull_every == 0
+        pull = is_pull(n, pull_every)
         changed = pull_files if pull else files
         rewrite(rng.sample(paths, k=changed), rng.randrange(1 << 30))
         before, collections_before = len(compactions), len(full_collections)
         started = time.perf_counter()
         ws.index()
-        index_seconds = time.perf_counter() - started
         ran = compactions[before:]
+        index_seconds = time.perf_counter() - started - sum(look for *_, look in ran)
         took = []
         for query in queries[WARM_UP + n * searches: WARM_UP + (n + 1) * searches]:
             started = time.perf_counter()
@@ -153,10 +175,11 @@ def child(work: Path, rounds: int, files: int, searches: int, seed: int, pull_ev
         out["rounds"].append({
             "files": changed, "pull": pull, "rss_mb": round(rss_mb()),
             "index_s": round(index_seconds, 1),
-            # (an older checkout's optimize returned nothing)
-            "compactions_s": [round(times.seconds, 1) for times, _ in ran if times],
-            "training_s": [round(times.training_seconds, 1) for times, _ in ran
-                           if times and times.training_seconds is not None],
+            # None: not recorded (an older checkout's optimize returned nothing)
+            "compactions_s": None if any(t is None for t, *_ in ran) else
+            [round(t.seconds, 1) for t, *_ in ran],
+            "training_s": None if any(t is None for t, *_ in ran) else
+            [round(t.training_seconds, 1) for t, *_ in ran if t.training_seconds is not None],
             "segments": ran[-1][1] if ran else None,
             "index_mb": round(folder_mb(index_folder)),
             "search_ms": [round(t, 1) for t in took],
@@ -195,18 +218,39 @@ def summary(run: dict) -> dict:
             "index_s_total": round(sum(r["index_s"] for r in run["rounds"]), 1),
             "search_p50_ms": round(pct(took, 0.5), 1) if took else None,
             "search_p95_ms": round(pct(took, 0.95), 1) if took else None,
-            # (absent from runs of a checkout before these were recorded)
-            "trainings": sum(len(r.get("training_s", ())) for r in run["rounds"]),
-            "training_s_total": round(sum(sum(r.get("training_s", ())) for r in run["rounds"]), 1),
-            "segments_max": max((r.get("segments") or 0 for r in run["rounds"]), default=0),
-            "full_gc_ms_max": max((t for r in run["rounds"] for t in r.get("full_gc_ms", ())),
-                                  default=None),
-            "index_mb": [run.get("index_mb"), run["rounds"][-1].get("index_mb")]}
+            **day_summary(run)}
+
+
+def _span(values: list) -> list | None:
+    return [min(values), max(values)] if values else None
+
+
+def day_summary(run: dict) -> dict:
+    """The trainings, segments, index folder and full collections of ``run``'s rounds; None
+    where they were not recorded (a bench or checkout before them)."""
+    rounds = run["rounds"]
+    trainings = [r.get("training_s") for r in rounds]
+    recorded = all(t is not None for t in trainings)
+    folder = [(r.get("index_mb"), bool(r.get("training_s"))) for r in rounds]
+    collections = [t for r in rounds for t in r.get("full_gc_ms", ())]
+    return {
+        "trainings": sum(map(len, trainings)) if recorded else None,
+        "training_s_total": round(sum(map(sum, trainings)), 1) if recorded else None,
+        "segments_max": max((r["segments"] for r in rounds if r.get("segments") is not None),
+                            default=None),
+        "full_gc_ms_max": max(collections, default=None),
+        "index_mb_at_start": run.get("index_mb"),
+        # After a training the folder holds the version before it too, until the next
+        # compaction deletes it: the two kinds of round apart.
+        "index_mb_without_training": _span([mb for mb, trained in folder
+                                            if mb is not None and not trained]),
+        "index_mb_after_training": _span([mb for mb, trained in folder
+                                          if mb is not None and trained])}
 
 
 def main() -> int:
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        child(Path(sys.argv[2]), *map(int, sys.argv[3:9]), *map(float, sys.argv[9:]))
+        child(Path(sys.argv[2]), *map(int, sys.argv[3:9]), float(sys.argv[9]))
         return 0
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -223,20 +267,23 @@ def main() -> int:
     parser.add_argument("--pull-files", type=int, default=127,
                         help="files such a round rewrites (127: 3%% of the 100k workdir's)")
     parser.add_argument("--pause", type=float, default=0.0, metavar="SECONDS",
-                        help="between rounds (0); past 60 a compaction deletes the round "
-                             "before's old versions, as over a day of saves")
+                        help="between rounds (0); past 60 a compaction deletes the previous "
+                             "round's old versions, as over a day of saves")
     parser.add_argument("--seed", type=int, default=7, help="which files, which queries (7)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead")
     args = parser.parse_args()
-    if min(args.rounds, args.files, args.pull_files) < 1 or args.pull_every < 0 or args.pause < 0:
-        parser.error("--rounds, --files and --pull-files take 1 or more; --pull-every and "
-                     "--pause 0 or more")
+    if (min(args.rounds, args.files, args.pull_files) < 1
+            or min(args.pull_every, args.pause, args.searches) < 0):
+        parser.error("--rounds, --files and --pull-files take 1 or more; --pull-every, "
+                     "--pause and --searches 0 or more")
     problem = workdir_problem(args.workdir)
     if problem:
         parser.error(problem)
     codes = checkouts(HERE.parent, args.baseline)
     runs = {name: measure(code, args.workdir.resolve(), args) for name, code in codes.items()}
     result = {"workdir": str(args.workdir), "rounds": args.rounds, "files": args.files,
+              "pull_every": args.pull_every, "pull_files": args.pull_files,
+              "pause": args.pause, "seed": args.seed,
               "searches": args.searches, "chunks": next(iter(runs.values()))["chunks"],
               "summary": {name: summary(run) for name, run in runs.items()}, "runs": runs,
               "date": time.strftime("%Y-%m-%d %H:%M")}
@@ -245,7 +292,7 @@ def main() -> int:
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
-    pulls = (f" ({args.pull_files} files every {args.pull_every}th round)"
+    pulls = (f" ({args.pull_files} files every {args.pull_every} rounds)"
              if args.pull_every else "")
     print(f"{result['chunks']} chunks; {args.rounds} rounds of {args.files} files saved{pulls}, "
           f"Workspace.index() and {args.searches} searches; RSS after each round, MB")
@@ -259,8 +306,9 @@ def main() -> int:
               f"{s['index_s_total']} s in all; searches p50 / p95 {s['search_p50_ms']} / "
               f"{s['search_p95_ms']} ms; {s['trainings']} trainings of the ANN index "
               f"({s['training_s_total']} s), at most {s['segments_max']} segments; index folder "
-              f"{s['index_mb'][0]} -> {s['index_mb'][1]} MB; the longest full garbage "
-              f"collection {s['full_gc_ms_max']} ms")
+              f"{s['index_mb_at_start']} MB at the start, {s['index_mb_without_training']} "
+              f"after rounds without a training, {s['index_mb_after_training']} after one; the "
+              f"longest full garbage collection {s['full_gc_ms_max']} ms")
     return 0
 
 
