@@ -131,10 +131,12 @@ def child(work: Path, rounds: int, files: int, searches: int, seed: int, pull_ev
     import rag_lsp
 
     ws = open_copied_workdir(work)
-    # As the language server does once its folders are open (an older checkout may not have it)
+    # As the language server does once its folders are open. An older checkout may not have
+    # it: the result says whether this ran, as unfrozen runs' searches and collections are
+    # not comparable with frozen ones.
     freeze = getattr(rag_lsp.memory, "freeze_long_lived_objects", None)
     if freeze is not None:
-        freeze()  # (recorded: an older checkout's searches and collections do not compare)
+        freeze()
     root, embedder = ws.root, ws.embedder
     queries = make_queries(WARM_UP + rounds * searches, seed)
     for query in queries[:WARM_UP]:
