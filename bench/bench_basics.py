@@ -26,6 +26,18 @@ def pct(values: list[float], q: float) -> float:
     return s[int(i)] + (s[min(int(i) + 1, len(s) - 1)] - s[int(i)]) * (i - int(i))
 
 
+def folder_bytes(folder: Path) -> int:
+    """Bytes of the files under ``folder``, in every subfolder (a file deleted while it is
+    counted counts nothing: a compaction may be cleaning up)."""
+    total = 0
+    for path in folder.rglob("*"):
+        try:
+            total += path.stat().st_size if path.is_file() else 0
+        except FileNotFoundError:
+            pass
+    return total
+
+
 def workdir_problem(workdir: Path) -> str | None:
     """What keeps ``workdir`` from being copied and opened by
     ``server_latency.open_copied_workdir``, or ``None``."""

@@ -45,7 +45,12 @@ import time
 from pathlib import Path
 
 # Nothing heavy before the child's set-up (see bench_basics)
-from bench_basics import checkouts, pct, workdir_problem  # this script's folder is on the path
+from bench_basics import (  # this script's folder is on the path
+    checkouts,
+    folder_bytes,
+    pct,
+    workdir_problem,
+)
 from engine_latency import run_child
 from index_workspace import RESULTS
 
@@ -56,16 +61,6 @@ WARM_UP = 40
 def rss_mb() -> float:
     with open("/proc/self/statm") as statm:
         return int(statm.read().split()[1]) * 4096 / 2**20
-
-
-def folder_mb(folder: Path) -> float:
-    total = 0
-    for path in folder.rglob("*"):
-        try:
-            total += path.stat().st_size if path.is_file() else 0
-        except FileNotFoundError:  # deleted meanwhile
-            pass
-    return total / 2**20
 
 
 def is_pull(round_index: int, pull_every: int) -> bool:
@@ -155,7 +150,7 @@ def child(work: Path, rounds: int, files: int, searches: int, seed: int, pull_ev
     embedder.embed = stand_in_vectors(embedder.dimension)  # type: ignore[method-assign]
     compactions = recording_compactions()
     index_folder = work / "index"
-    out["index_mb"] = round(folder_mb(index_folder))
+    out["index_mb"] = round(folder_bytes(index_folder) / 2**20)
     full_collections = timing_full_collections()
     for n in range(rounds):
         if n:
@@ -183,7 +178,7 @@ def child(work: Path, rounds: int, files: int, searches: int, seed: int, pull_ev
             "training_s": None if any(t is None for t, *_ in ran) else
             [round(t.training_seconds, 1) for t, *_ in ran if t.training_seconds is not None],
             "segments": ran[-1][1] if ran else None,
-            "index_mb": round(folder_mb(index_folder)),
+            "index_mb": round(folder_bytes(index_folder) / 2**20),
             "search_ms": [round(t, 1) for t in took],
             "full_gc_ms": [round(t, 1) for t in full_collections[collections_before:]]})
         r = out["rounds"][-1]

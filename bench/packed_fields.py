@@ -28,7 +28,13 @@ import time
 from pathlib import Path
 
 # Nothing heavy before the process is set up as the command (see bench_basics)
-from bench_basics import emit, log, pct, workdir_problem  # this script's folder is on the path
+from bench_basics import (  # this script's folder is on the path
+    emit,
+    folder_bytes,
+    log,
+    pct,
+    workdir_problem,
+)
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -38,10 +44,6 @@ WAYS = ("columns", "packed")
 
 def figures(values: list[float]) -> dict:
     return {"p50": round(pct(values, 0.5), 2), "p95": round(pct(values, 0.95), 2)}
-
-
-def folder_bytes(path: Path) -> int:
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
 def counting_packed_rows() -> list[int]:

@@ -68,7 +68,7 @@ def test_the_index_folder_is_measured_with_its_subfolders(tmp_path):
     (tmp_path / "a" / "b").mkdir(parents=True)
     (tmp_path / "a" / "b" / "data").write_bytes(b"x" * 2**20)
     (tmp_path / "top").write_bytes(b"x" * 2**19)
-    assert edit_memory.folder_mb(tmp_path) == 1.5
+    assert edit_memory.folder_bytes(tmp_path) == 1.5 * 2**20
 
 
 @pytest.mark.parametrize(("every", "pulls"), [(0, []), (1, [0, 1, 2, 3, 4, 5, 6]),
