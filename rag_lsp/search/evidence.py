@@ -112,6 +112,7 @@ class PathMatcher:
                 self._by_prefix.setdefault(word[:_MIN_PREFIX], []).append(word)
             self._infixes += [(form, word) for form in {word, word_stem}
                               if len(form) >= _MIN_INFIX]
+        self._long_words = [word for word in words if len(word) >= _MIN_INFIX]
         self._matched: dict[str, frozenset[str]] = {}
         self._names: dict[str, float] = {}
         self._folders: dict[str, float] = {}
@@ -148,14 +149,25 @@ class PathMatcher:
         return file_score, folder_score
 
     def _name_score(self, file_stem: str) -> float:
-        words = self.words
         parts = _parts(file_stem)
-        matched = [self._matching_words(p) for p in parts]
-        in_name = frozenset().union(*matched)
+        known = self._matched.get
+        matched = [known(p) for p in parts]
+        for at, found_words in enumerate(matched):
+            if found_words is None:
+                matched[at] = self._matching_words(parts[at])
         lowered = file_stem.lower()
+        if not any(matched):  # (most of a search's files) only a longer word inside the name
+            if not any(w in lowered for w in self._long_words):
+                return 0.0
+            in_name: frozenset[str] = frozenset()
+        else:
+            in_name = frozenset().union(*matched)
+        words = self.words
         found = [w for w in words if w in in_name or (len(w) >= _MIN_INFIX and w in lowered)]
+        if not found:
+            return 0.0
         explained = sum(1 for p, m in zip(parts, matched, strict=True) if m or p.isdigit())
-        return (len(found) / len(words)) ** 0.5 * explained / len(parts) if found else 0.0
+        return (len(found) / len(words)) ** 0.5 * explained / len(parts)
 
     def _folder_score(self, folder: str) -> float:
         folder_parts = _parts(folder) if folder else ()

@@ -248,11 +248,16 @@ def query_support(q: QueryAnalysis, candidates: list[Candidate],
     formed" or a string of random letters mostly do not."""
     if not q.terms:
         return 1.0
-    seen: set[str] = set()
+    missing = set(q.terms)
+    paths = set()
     for c in candidates:
-        seen.update(c.terms)
-        seen.update(path_terms(c.path))
-    return sum(1 for t in q.terms if t in seen or in_sample(t)) / len(q.terms)
+        missing.difference_update(c.terms)
+        paths.add(c.path)
+    for path in paths:  # (each file's path once, until every term is found)
+        if not missing:
+            break
+        missing.difference_update(path_terms(path))
+    return sum(1 for t in q.terms if t not in missing or in_sample(t)) / len(q.terms)
 
 
 def query_cohesion(q: QueryAnalysis, candidates: list[Candidate], background: Background) -> float:
@@ -262,8 +267,12 @@ def query_cohesion(q: QueryAnalysis, candidates: list[Candidate], background: Ba
     coverage = TermCoverage(q.terms, background)
     by_file: dict[str, set[str]] = {}
     for c in candidates:
-        by_file.setdefault(c.path, set(path_terms(c.path))).update(c.terms)
-    return max((coverage(terms) for terms in by_file.values()), default=0.0)
+        terms = by_file.get(c.path)
+        if terms is None:
+            by_file[c.path] = set(c.terms)
+        else:
+            terms.update(c.terms)
+    return max((coverage(terms, path) for path, terms in by_file.items()), default=0.0)
 
 
 def ranked_files(index: SearchIndex, query: str, *, mode: str, limit: int,

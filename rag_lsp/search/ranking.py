@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -391,6 +392,9 @@ def _window_runs(windows: list[Candidate]) -> list[list[Candidate]]:
     return runs
 
 
+_by_raw = operator.attrgetter("raw")
+
+
 def rank_files(candidates: list[Candidate], weights: RankingWeights,
                floor: float = 0.0, passages: bool = True) -> list[RankedFile]:
     """Files by best chunk plus agreement of their other places (``_places``; ``passages``
@@ -400,10 +404,10 @@ def rank_files(candidates: list[Candidate], weights: RankingWeights,
         by_file[c.path].append(c)
     files = []
     for path, chunks in by_file.items():
-        chunks.sort(key=lambda c: c.raw, reverse=True)
         if len(chunks) == 1:  # (most files) the agreement of one place is its score
             ranked, relevance = chunks[0].raw, chunks[0].relevance
         else:
+            chunks.sort(key=_by_raw, reverse=True)
             if passages:
                 groups = _places(chunks, _ONE_PLACE_KINDS)
             else:  # lexical search alone: each piece's coverage sees only its own words, and
