@@ -11,6 +11,7 @@ import pytest
 
 from rag_lsp.config import Settings
 from rag_lsp.indexing.indexer import DRAFT_MIN_FILES
+from rag_lsp.search.ranking import Candidate
 from rag_lsp.search.results import SearchFilters
 from rag_lsp.store.chunk_ids import ChunkIds, content_key
 from rag_lsp.store.draft import DraftIndex, is_gone
@@ -86,6 +87,27 @@ def test_the_window_defining_a_queried_name_comes_first():
     assert rows[0]["path"] == "m.py" and "Reconciler" in rows[0]["defines"].split()
 
 
+def test_a_window_s_row_gives_only_the_searched_terms_it_holds():
+    """All a search asks of a row's terms is which of its own the row holds (as of a row
+    from the in-memory copy), so the draft gives those alone: the same a candidate keeps of
+    every term of the window."""
+    draft = DraftIndex()
+    draft.add("pkg/ledger.py", "def reconcile(entries):\n    return entries\n", "python")
+    draft.add("pkg/other.py", "class Reconciler:\n    pass\n", "python")
+    searched = ("reconcil", "entri", "ledger", "absent")
+    rows = draft.search(searched, ("Reconciler",), 10)
+    assert {r["path"]: r["terms"] for r in rows} == {
+        "pkg/ledger.py": "reconcil entri ledger",  # "ledger" is its path's word
+        "pkg/other.py": "reconcil"}
+    every_term = {w.path: w.row() for w in draft._windows.values()}
+    for row in rows:
+        assert len(every_term[row["path"]]["terms"].split()) > len(row["terms"].split())
+        given, whole = Candidate(row), Candidate(every_term[row["path"]])
+        given.keep_terms(searched)
+        whole.keep_terms(searched)
+        assert given.terms == whole.terms
+
+
 def test_filters_apply_and_a_full_draft_takes_no_more():
     draft = DraftIndex(max_bytes=100)
     assert draft.add("docs/a.md", "ledger notes\n", "markdown")
@@ -146,6 +168,17 @@ def test_the_term_lists_do_not_keep_what_comes_and_goes():
     assert [r["path"] for r in draft.search(["ledger"], (), 10)] == ["held.py"]
     draft.discard()
     assert draft._postings == {}  # noqa: SLF001
+
+
+def test_a_discarded_window_is_not_found_while_the_lists_still_name_it():
+    draft = DraftIndex()
+    for name in ("a", "b", "c"):
+        draft.add(f"{name}.py", f"ledger = {name!r}\n", "python")
+    draft.discard(["b.py"])  # one window of three dropped: the lists are not built again
+    assert draft._dropped == 1  # noqa: SLF001
+    rows = draft.search(["ledger"], (), 10)
+    assert sorted(r["path"] for r in rows) == ["a.py", "c.py"]
+    assert all(r["terms"] == "ledger" for r in rows)
 
 
 def _chunk(name: str, start: int, text: str, *, kind: str = "function",
