@@ -150,18 +150,12 @@ class PathMatcher:
 
     def _name_score(self, file_stem: str) -> float:
         parts = _parts(file_stem)
-        known = self._matched.get
-        matched = [known(p) for p in parts]
-        for at, found_words in enumerate(matched):
-            if found_words is None:
-                matched[at] = self._matching_words(parts[at])
+        matched = [self._matching_words(p) for p in parts]
         lowered = file_stem.lower()
-        if not any(matched):  # (most of a search's files) only a longer word inside the name
-            if not any(w in lowered for w in self._long_words):
-                return 0.0
-            in_name: frozenset[str] = frozenset()
-        else:
-            in_name = frozenset().union(*matched)
+        # Most of a search's files: no part answers a word, and no longer word is inside.
+        if not any(matched) and not any(w in lowered for w in self._long_words):
+            return 0.0
+        in_name = frozenset().union(*matched)
         words = self.words
         found = [w for w in words if w in in_name or (len(w) >= _MIN_INFIX and w in lowered)]
         if not found:
