@@ -9,9 +9,12 @@ Each checkout runs in fresh processes taking turns (``--rounds`` each). A proces
 files as that bench's re-index does (the same files and text in every process). It embeds
 ``--queries`` new queries once, so that every search after takes the query's vector from the
 cache (the draft never touches the model's call, and the machine's noise in it would hide the
-rest). Then it searches them in blocks, each block twice: with the rewritten files drafted (as
-a run drafts them before it embeds them, with the chunks they still hold) and with nothing
-drafted, which state first alternating. Per checkout: p50 / p95 ms a search in both states,
+rest). Then it searches them in blocks of 25, each block twice: with the rewritten files
+drafted and with nothing drafted, which state first alternating from block to block. The files
+are drafted as saves are, 50 at a time (by their words, then narrowed to the stored chunks
+they still hold), which is where a run's draft ends up too, except that its term lists may
+still name the words-only windows dropped on the way (a run's draft, one step a file, names
+none until its first file is written). Per checkout: p50 / p95 ms a search in both states,
 their difference, and the parts the engine times (nearest rows, full-text lookups, ranking).
 
     .venv/bin/python bench/draft_cost.py --workdir /tmp/bench/latency --baseline /tmp/wt-before
@@ -32,6 +35,7 @@ from bench_basics import checkouts, pct, workdir_problem
 from engine_latency import HERE, run_child  # this script's folder is on the path
 
 BLOCK = 25
+WARM_UP = 40  # searches before the timed ones
 
 
 def child(workdir: Path, files: int, queries: int, seed: int) -> None:
@@ -47,7 +51,7 @@ def child(workdir: Path, files: int, queries: int, seed: int) -> None:
         copy = Path(scratch) / "work"
         shutil.copytree(workdir, copy, symlinks=True)
         ws = open_copied_workdir(copy)
-        for query in make_queries(40, 1000):
+        for query in make_queries(WARM_UP, 1000):
             ws.search(query)
         time.sleep(6.0)  # the in-memory copy loads in the background
         root = copy / "ws"
@@ -115,8 +119,16 @@ def main() -> int:
     problem = workdir_problem(args.workdir)
     if problem:
         raise SystemExit(problem)
-    if args.files < 1 or args.queries < BLOCK or args.rounds < 1:
-        raise SystemExit(f"--files and --rounds must be at least 1, --queries at least {BLOCK}")
+    from rag_lsp.embedding.embedder import QUERY_CACHE_SIZE
+
+    most = (QUERY_CACHE_SIZE - WARM_UP) // (2 * BLOCK) * (2 * BLOCK)
+    if args.files < 1 or args.rounds < 1:
+        raise SystemExit("--files and --rounds must be at least 1")
+    if not 0 < args.queries <= most or args.queries % (2 * BLOCK):
+        # an even number of blocks, so that each state goes first as often; and no more than
+        # the embedder keeps vectors of, so that every search finds its query's cached
+        raise SystemExit(f"--queries must be a multiple of {2 * BLOCK}, at least {2 * BLOCK} "
+                         f"and at most {most}")
     codes = checkouts(HERE.parent, args.baseline)
     merged: dict[str, dict] = {name: {"ms": {}, "parts": {}} for name in codes}
     for round_ in range(args.rounds):
@@ -134,7 +146,8 @@ def main() -> int:
                   f"{answer['drafted_files']} files drafted", file=sys.stderr, flush=True)
     results = {name: summary(got) for name, got in merged.items()}
     print(f"\na search with {args.files} changed files drafted and with none, ms "
-          f"({args.rounds} processes x {args.queries} searches, the query's vector cached)")
+          f"({args.rounds} processes, {args.queries} searches in each state; the query's "
+          "vector cached)")
     for name, figures in results.items():
         search, cost = figures["search"], figures["draft_costs"]
         print(f"  {name:<10} drafted p50 {search['drafted']['p50']:5.2f} p95 "

@@ -99,12 +99,16 @@ def test_a_window_s_row_gives_only_the_searched_terms_it_holds():
     assert {r["path"]: r["terms"] for r in rows} == {
         "pkg/ledger.py": "reconcil entri ledger",  # "ledger" is its path's word
         "pkg/other.py": "reconcil"}
-    every_term = {w.path: w.row() for w in draft._windows.values()}
-    for row in rows:
-        assert len(every_term[row["path"]]["terms"].split()) > len(row["terms"].split())
-        given, whole = Candidate(row), Candidate(every_term[row["path"]])
-        given.keep_terms(searched)
-        whole.keep_terms(searched)
+    # found by the name it defines alone: none of the searched terms
+    (by_name,) = draft.search(("absent",), ("Reconciler",), 10)
+    assert (by_name["path"], by_name["terms"]) == ("pkg/other.py", "")
+    windows = {w.path: w for w in draft._windows.values()}  # noqa: SLF001
+    for row, asked in [(row, searched) for row in rows] + [(by_name, ("absent",))]:
+        window = windows[row["path"]]
+        assert len(window.terms.split()) > len(row["terms"].split())
+        given, whole = Candidate(row), Candidate(window.row(window.terms))
+        given.keep_terms(asked)
+        whole.keep_terms(asked)
         assert given.terms == whole.terms
 
 

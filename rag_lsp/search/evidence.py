@@ -158,8 +158,6 @@ class PathMatcher:
         in_name = frozenset().union(*matched)
         words = self.words
         found = [w for w in words if w in in_name or (len(w) >= _MIN_INFIX and w in lowered)]
-        if not found:
-            return 0.0
         explained = sum(1 for p, m in zip(parts, matched, strict=True) if m or p.isdigit())
         return (len(found) / len(words)) ** 0.5 * explained / len(parts)
 

@@ -68,14 +68,13 @@ class _Window:
     terms: str  # space-separated, as the index stores them (a set per window cost 5x more)
     defines: str
 
-    def row(self, terms: str | None = None) -> dict:
-        """The window as a search reads a stored chunk (see ``RESULT_COLUMNS``); ``terms``:
-        those of its terms the row gives (default: all)."""
+    def row(self, terms: str) -> dict:
+        """The window as a search reads a stored chunk (see ``RESULT_COLUMNS``), with
+        ``terms`` (space-separated) for its terms: those of the search's it holds."""
         return {"id": f"{_ID_PREFIX}{self.path}:{self.start_line}", "path": self.path,
                 "start_line": self.start_line, "end_line": self.end_line,
                 "language": self.language, "kind": DRAFT_KIND, "symbol": "",
-                "text": self.text, "defines": self.defines,
-                "terms": self.terms if terms is None else terms}
+                "text": self.text, "defines": self.defines, "terms": terms}
 
 
 def is_gone(path: str, gone: frozenset[str]) -> bool:
@@ -322,15 +321,15 @@ class DraftIndex:
                accept: Callable[[dict], bool] | None = None) -> list[dict]:
         """Up to ``limit`` windows holding the most of ``terms`` (rarer ones weighing more)
         or defining one of ``identifiers``, best first, as rows; ``accept`` filters them.
-        A row's ``terms`` are those of ``terms`` it holds (all a search asks of them, as of
-        a row from the in-memory copy: a window holds ~110, and each search looked for its
-        own among them again)."""
+        A row's ``terms`` are only those of ``terms`` its window holds: all a search asks of
+        them, as of a row from the in-memory copy (a window holds ~110, and each search
+        looked for its own among them again)."""
         with self._lock:
             total = len(self._windows)
             if not total:
                 return []
             scores: dict[int, float] = {}
-            holding: dict[str, set[int]] = {}  # term -> the windows holding it
+            held: dict[int, list[str]] = {}  # window -> the searched terms it holds
             for term in dict.fromkeys(terms):
                 live = self._postings.get(term, ())
                 if self._dropped:  # (the lists may still name windows discarded since)
@@ -338,7 +337,7 @@ class DraftIndex:
                 weight = math.log((total + 1) / (len(live) + 0.5))
                 for window_id in live:
                     scores[window_id] = scores.get(window_id, 0.0) + weight
-                holding[term] = set(live)
+                    held.setdefault(window_id, []).append(term)
             if identifiers:
                 wanted = {i.lower() for i in identifiers}
                 for window_id in {w for t in text_terms(" ".join(identifiers))
@@ -349,8 +348,7 @@ class DraftIndex:
             ranked = sorted(scores, key=lambda i: (-scores[i], i))
             rows = []
             for window_id in ranked:
-                row = self._windows[window_id].row(
-                    " ".join([t for t, held_by in holding.items() if window_id in held_by]))
+                row = self._windows[window_id].row(" ".join(held.get(window_id, ())))
                 if accept is None or accept(row):
                     rows.append(row)
                     if len(rows) == limit:
