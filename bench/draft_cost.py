@@ -111,7 +111,8 @@ def main() -> int:
     parser.add_argument("--baseline", type=Path, help="another checkout to compare with")
     parser.add_argument("--files", type=int, default=150,
                         help="files rewritten and drafted (server_latency.py's re-index: 150)")
-    parser.add_argument("--queries", type=int, default=300, help="searches a process")
+    parser.add_argument("--queries", type=int, default=300,
+                        help="queries a process searches in each state (a multiple of 50)")
     parser.add_argument("--rounds", type=int, default=2, help="processes per checkout")
     parser.add_argument("--seed", type=int, default=5)
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
@@ -119,6 +120,7 @@ def main() -> int:
     problem = workdir_problem(args.workdir)
     if problem:
         raise SystemExit(problem)
+    # (imported here: a measured process sets itself up before it imports the engine)
     from rag_lsp.embedding.embedder import QUERY_CACHE_SIZE
 
     most = (QUERY_CACHE_SIZE - WARM_UP) // (2 * BLOCK) * (2 * BLOCK)
