@@ -61,17 +61,31 @@ def child(index_dir: Path, root: Path, queries: int, seed: int) -> None:
     print(json.dumps({"code": str(Path(rag_lsp.__file__).parent.parent), "ms": took}))
 
 
+def run_in_checkout(argv: list[str], code: Path, cwd: Path, timeout: float | None, *,
+                    progress: bool = False) -> dict:
+    """``python -P argv...`` in a fresh process importing checkout ``code`` (this folder's
+    benches beside it); the JSON object it prints last. With ``progress`` its stderr (a
+    bench's log lines) shows as it runs, else only when it fails."""
+    env = {**os.environ, "PYTHONPATH": f"{code}{os.pathsep}{HERE}"}
+    # -P: the checkout in PYTHONPATH, not the folder of this script's checkout, comes first
+    proc = subprocess.run([sys.executable, "-P", *argv], cwd=cwd, env=env,
+                          stdout=subprocess.PIPE, stderr=None if progress else subprocess.PIPE,
+                          text=True, timeout=timeout)
+    if proc.returncode != 0:
+        said = "" if progress else f":\n{proc.stderr[-3000:]}"
+        raise SystemExit(f"the measured process ({code}) failed with exit code "
+                         f"{proc.returncode}{said}")
+    lines = proc.stdout.strip().splitlines()
+    if not lines:
+        raise SystemExit(f"the measured process ({code}) printed no figures")
+    return json.loads(lines[-1])
+
+
 def run_child(script: str, code: Path, child_args: list[str], cwd: Path,
               timeout: float) -> dict:
     """``script --child child_args...`` in a fresh process running checkout ``code``; the
     JSON object it prints last, which names the checkout it ran (checked)."""
-    env = {**os.environ, "PYTHONPATH": f"{code}{os.pathsep}{HERE}"}
-    # -P: the checkout in PYTHONPATH, not the folder of this script's checkout, comes first
-    proc = subprocess.run([sys.executable, "-P", script, "--child", *child_args],
-                          cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
-    if proc.returncode != 0:
-        raise SystemExit(f"the measured process failed:\n{proc.stderr[-3000:]}")
-    answer = json.loads(proc.stdout.strip().splitlines()[-1])
+    answer = run_in_checkout([script, "--child", *child_args], code, cwd, timeout)
     if Path(answer["code"]).resolve() != code.resolve():
         raise SystemExit(f"measured {answer['code']}, not {code}")
     return answer

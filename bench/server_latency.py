@@ -823,9 +823,33 @@ def main() -> int:
                              "keeps a re-index's pace at ~12k chunks); search queries still "
                              "run the model. Use a copy of the workdir: the chunks it indexes "
                              "keep stand-in vectors")
+    parser.add_argument("--baseline", type=Path, metavar="DIR",
+                        help="another checkout (e.g. a git worktree of the code before) to "
+                             "measure beside this one: the whole run once a turn, in a fresh "
+                             "process importing that turn's checkout, on a fresh copy of "
+                             "--workdir's built index; the turns' order swapped each round; "
+                             "a table side by side (bench/latency_turns.py)")
+    parser.add_argument("--rounds", type=int, default=2,
+                        help="with --baseline: rounds of turns, each a run of every checkout "
+                             "(2: baseline, this, this, baseline; ~10 min a run at ~12k "
+                             "chunks on 2 cores, ~25 at 100k)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead")
-    parser.add_argument("--out", type=Path, default=RESULTS / "server_latency.json")
+    parser.add_argument("--out", type=Path,
+                        help="where the JSON goes (default: server_latency.json in "
+                             "bench/results, server_latency_turns.json with --baseline)")
     args = parser.parse_args()
+    if args.baseline is not None:
+        if args.workdir is None or args.stand_in_vectors:
+            parser.error("--baseline measures on copies of a workdir already built: give "
+                         "--workdir DIR (built by a run without --baseline), without "
+                         "--stand-in-vectors")
+        if args.rounds < 1:
+            parser.error(f"--rounds must be 1 or more, not {args.rounds}")
+        args.workdir = args.workdir.resolve()
+        args.out = args.out or RESULTS / "server_latency_turns.json"
+        import latency_turns  # (this script's folder is on the import path)
+        return latency_turns.main(args)
+    args.out = args.out or RESULTS / "server_latency.json"
     if args.model_sleep is not None and not 0 <= args.model_sleep < float("inf"):
         parser.error(f"--model-sleep must be 0 or more seconds, not {args.model_sleep}")
     tmp = None if args.workdir else tempfile.TemporaryDirectory(prefix="latency-bench-")

@@ -1,0 +1,206 @@
+"""bench/server_latency.py --baseline (bench/latency_turns.py): the checkouts take turns,
+the order swapped each round, each turn a whole run in a process importing its checkout, on
+a fresh copy of the workdir that is removed after; the figures side by side. One test runs
+the real bench (server, model, LanceDB) on a tiny workspace."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "bench"))
+
+import latency_turns  # noqa: E402
+from latency_turns import (  # noqa: E402
+    PHASES,
+    baseline_problem,
+    child_args,
+    print_turns,
+    run_turns,
+    summarize,
+    turn_order,
+)
+
+# Stands in for server_latency.py in a turn: checks it was given a copy of the workdir with
+# its index, writes into the copy, and prints the figures of a run, slower for a checkout
+# named "before"; told by the environment to fail or to name another checkout's code.
+FAKE_RUN = r'''
+import importlib.util, json, os, sys
+from pathlib import Path
+args = sys.argv[1:]
+work = Path(args[args.index("--workdir") + 1])
+assert "--reuse" in args and "--json" in args, args
+assert (work / "ws" / "a.py").is_file() and list(work.glob("index/*/manifest.json")), work
+(work / "ws" / "written_by_a_turn.txt").write_text("x")
+if os.environ.get("FAKE_FAIL"):
+    sys.exit(3)
+code = Path(importlib.util.find_spec("rag_lsp").origin).parent
+code = Path(os.environ.get("FAKE_CODE", code))
+slow = 2.0 if code.parent.name == "before" else 1.0
+def phase(ms, **extra):
+    return {"lsp": {"n": 10, "p50_ms": ms * slow, "p95_ms": 2 * ms * slow},
+            "server_took": {"n": 10, "p95_ms": 1.5 * ms * slow},
+            "server_peak_rss_mb": 300 + ms, **extra}
+result = {"files": 1, "chunks": 2, "cpu_count": 2, "code": str(code),
+          "search_alone": phase(5), "search_alone_spaced": phase(6),
+          "search_reindex": phase(7, run_seconds=3.0),
+          "search_reindex_alone": phase(8, run_seconds=2.0),
+          "search_after_spaced": phase(6)}
+print("some log line")
+print(json.dumps(result))
+'''
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    work = tmp_path / "work"
+    (work / "ws").mkdir(parents=True)
+    (work / "ws" / "a.py").write_text("def a():\n    return 1\n")
+    (work / "index" / "ws-0123456789").mkdir(parents=True)
+    (work / "index" / "ws-0123456789" / "manifest.json").write_text("{}")
+    return work
+
+
+@pytest.fixture
+def before(tmp_path: Path) -> Path:
+    """A checkout to compare with: a rag_lsp package and a model file, nothing more."""
+    code = tmp_path / "before"
+    (code / "rag_lsp").mkdir(parents=True)
+    (code / "rag_lsp" / "__init__.py").write_text("")
+    (code / "models" / "m").mkdir(parents=True)
+    (code / "models" / "m" / "model.onnx").write_bytes(b"")
+    return code
+
+
+@pytest.fixture
+def fake_run(tmp_path: Path, monkeypatch) -> Path:
+    script = tmp_path / "fake_server_latency.py"
+    script.write_text(FAKE_RUN)
+    monkeypatch.setattr(latency_turns, "SCRIPT", script)
+    return script
+
+
+def namespace(workdir: Path, baseline: Path, rounds: int = 2, **extra) -> argparse.Namespace:
+    given = {"edits": 1, "queries": 3, "rewrite": 0.3, "seed": 7, "model_sleep": None,
+             "json": False, "out": workdir.parent / "turns.json", **extra}
+    return argparse.Namespace(workdir=workdir, baseline=baseline, rounds=rounds, **given)
+
+
+def test_the_order_is_swapped_each_round():
+    names = ["baseline", "this tree"]
+    assert turn_order(names, 1) == ["baseline", "this tree"]
+    assert turn_order(names, 2) == ["baseline", "this tree", "this tree", "baseline"]
+    assert turn_order(names, 3)[4:] == ["baseline", "this tree"]
+    assert turn_order(["this tree"], 2) == ["this tree", "this tree"]
+
+
+def test_a_baseline_must_be_a_checkout_with_a_model(tmp_path, before):
+    assert "not a checkout" in baseline_problem(tmp_path / "nothing")
+    (before / "models" / "m" / "model.onnx").unlink()
+    assert "no model" in baseline_problem(before)
+    assert baseline_problem(REPO) is None  # (make test installs the model first)
+
+
+def test_each_turn_is_given_the_workload_on_its_copy(workdir, before, tmp_path):
+    args = child_args(namespace(workdir, before), tmp_path / "copy")
+    assert args[0] == str(latency_turns.SCRIPT)
+    assert args[args.index("--workdir") + 1] == str(tmp_path / "copy")
+    assert args[args.index("--queries") + 1] == "3" and "--reuse" in args
+    assert "--model-sleep" not in args
+    paced = child_args(namespace(workdir, before, model_sleep=0.07), tmp_path / "copy")
+    assert paced[paced.index("--model-sleep") + 1] == "0.07"
+
+
+def test_turns_run_each_checkout_on_a_fresh_copy_in_turns(workdir, before, fake_run,
+                                                          capsys):
+    result = run_turns(namespace(workdir, before))
+    assert result["order"] == ["baseline", "this tree", "this tree", "baseline"]
+    assert [t["checkout"] for t in result["turns"]] == result["order"]
+    assert {t["code"] for t in result["turns"]} == {str(before / "rag_lsp"),
+                                                    str(REPO / "rag_lsp")}
+    # every copy is gone, and what the turns wrote never reached the workdir
+    assert not (workdir.parent / "work-turn").exists()
+    assert not (workdir / "ws" / "written_by_a_turn.txt").exists()
+    idle = result["summary"]["phases"]["search_alone"]
+    assert idle["baseline"]["p95_ms"] == [20.0, 20.0] and idle["this tree"]["median_p95_ms"] == 10
+    assert idle["p95_this_over_baseline"] == 0.5
+    assert result["summary"]["server_peak_rss_mb"]["this tree"]["search_reindex_alone"] == 308
+    print_turns(result)
+    table = capsys.readouterr().out
+    for _key, label in PHASES:
+        assert label in table
+    assert "10.0 / 20.0" in table and "5.0 / 10.0" in table and "0.5" in table
+
+
+def test_a_turn_that_ran_other_code_stops_the_bench(workdir, before, fake_run, monkeypatch):
+    monkeypatch.setenv("FAKE_CODE", str(REPO / "rag_lsp"))  # the baseline's turn says so
+    with pytest.raises(SystemExit, match="baseline turn ran the code in"):
+        run_turns(namespace(workdir, before))
+    assert not (workdir.parent / "work-turn").exists()
+
+
+def test_a_failed_turn_stops_the_bench_and_leaves_no_copy(workdir, before, fake_run,
+                                                          monkeypatch):
+    monkeypatch.setenv("FAKE_FAIL", "1")
+    with pytest.raises(SystemExit, match="failed with exit code 3"):
+        run_turns(namespace(workdir, before, rounds=1))
+    assert not (workdir.parent / "work-turn").exists()
+    assert (workdir / "ws" / "a.py").is_file()
+
+
+def test_a_phase_a_turn_lacks_is_left_out():
+    turn = {"checkout": "this tree", "search_alone": {
+        "lsp": {"p50_ms": 1.0, "p95_ms": 2.0}, "server_took": {"p95_ms": 1.5},
+        "server_peak_rss_mb": 300}}
+    summary = summarize([turn], ["this tree"])
+    assert list(summary["phases"]) == ["search_alone"]
+    assert summary["server_peak_rss_mb"]["this tree"]["search_reindex"] is None
+
+
+def bench(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(REPO / "bench" / "server_latency.py"), *args],
+                          capture_output=True, text=True, timeout=600, cwd=REPO,
+                          env={**os.environ, "LANCE_LOG": "error"})
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (["--baseline", "."], "give --workdir"),
+    (["--baseline", ".", "--workdir", "w", "--stand-in-vectors"], "without --stand-in-vectors"),
+    (["--baseline", ".", "--workdir", "w", "--rounds", "0"], "--rounds must be 1 or more"),
+])
+def test_the_command_refuses_what_it_cannot_compare(args, said):
+    done = bench(*args)
+    assert done.returncode == 2 and said in done.stderr
+
+
+def test_the_command_says_how_to_build_the_workdir_first(tmp_path):
+    done = bench("--baseline", str(REPO), "--workdir", str(tmp_path / "none"))
+    assert done.returncode == 1
+    assert "has no ws/ and index/" in done.stderr and "build it once" in done.stderr
+
+
+def test_the_real_bench_in_turns_on_a_tiny_workspace(tmp_path):
+    """The real server, model and LanceDB: a workdir of a few files built by a plain run,
+    then one round, this tree as its own baseline."""
+    work = tmp_path / "tiny"
+    built = bench("--workdir", str(work), "--files", "6", "--edits", "1", "--queries", "2",
+                  "--out", str(tmp_path / "plain.json"))
+    assert built.returncode == 0, built.stderr[-3000:]
+    out = tmp_path / "turns.json"
+    done = bench("--workdir", str(work), "--edits", "1", "--queries", "2", "--baseline",
+                 str(REPO), "--rounds", "1", "--out", str(out))
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(out.read_text())
+    assert result["order"] == ["baseline", "this tree"]
+    for turn in result["turns"]:
+        assert turn["code"] == str(REPO / "rag_lsp")
+        assert turn["search_reindex_alone"]["lsp"]["n"] >= 1
+    assert "second re-index, server alone" in done.stdout
+    assert not (tmp_path / "tiny-turn").exists()
