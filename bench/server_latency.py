@@ -63,6 +63,13 @@ absolute figures.
     .venv/bin/python bench/server_latency.py --workdir /tmp/bench/lat100k --files 4250 \
         --rewrite 0.03 --edits 10 --stand-in-vectors
 
+``--baseline DIR`` (since 2026-12-07) runs all of it for another checkout and this one in
+turns, each on a fresh copy of a built ``--workdir``, and sets the figures side by side
+(``latency_turns.py``):
+
+    .venv/bin/python bench/server_latency.py --workdir /tmp/bench/latency --edits 10 \
+        --baseline /tmp/before                 # 4 turns, ~40 min at ~12k chunks
+
 ``--model-sleep S`` (since 2026-12-06) takes the model's part out of every bulk embedding of
 the server (the re-indexes, the edits' updates, a first index): no child process runs the
 model; each batch sleeps ``S`` seconds a text and stores stand-in vectors
@@ -545,6 +552,19 @@ def server_index_dir(index: Path, root: Path) -> Path:
     return folder_index_dir(index, root)
 
 
+def server_package(pid: int) -> str | None:
+    """The ``rag_lsp`` package a server process (``python -m rag_lsp``) imports, read from
+    its working folder and ``PYTHONPATH`` as Python builds its import path (the working
+    folder first); ``None`` when neither holds one (then the installed package)."""
+    environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    found = [v.split(b"=", 1)[1].decode() for v in environ if v.startswith(b"PYTHONPATH=")]
+    folders = [os.readlink(f"/proc/{pid}/cwd"), *(found[0].split(os.pathsep) if found else [])]
+    for folder in filter(None, folders):
+        if (Path(folder) / "rag_lsp" / "__init__.py").is_file():
+            return str(Path(folder).resolve() / "rag_lsp")
+    return None
+
+
 def server_env(model_sleep: float | None, mark: Path | None = None
                ) -> dict[str, str] | None:
     """The server's environment: this process's (``None``), or with ``model_sleep`` set,
@@ -621,6 +641,7 @@ async def run(args: argparse.Namespace) -> dict:
     paced_mark = None if args.model_sleep is None else args.workdir / "paced-model-applied"
     s = Session(root, index, "visual-studio-code", env=server_env(args.model_sleep, paced_mark))
     status = await start_paced(s, paced_mark)
+    out["server_code"] = server_package(s.client._server.pid)  # noqa: SLF001 (as below)
     index_dir = Path(status["folders"][0]["indexPath"])
     out["chunks"] = status["folders"][0]["chunks"]
     if built:  # the server indexed the whole workspace on its first start
@@ -838,6 +859,8 @@ def main() -> int:
                         help="where the JSON goes (default: server_latency.json in "
                              "bench/results, server_latency_turns.json with --baseline)")
     args = parser.parse_args()
+    if args.model_sleep is not None and not 0 <= args.model_sleep < float("inf"):
+        parser.error(f"--model-sleep must be 0 or more seconds, not {args.model_sleep}")
     if args.baseline is not None:
         if args.workdir is None or args.stand_in_vectors:
             parser.error("--baseline measures on copies of a workdir already built: give "
@@ -850,8 +873,6 @@ def main() -> int:
         import latency_turns  # (this script's folder is on the import path)
         return latency_turns.main(args)
     args.out = args.out or RESULTS / "server_latency.json"
-    if args.model_sleep is not None and not 0 <= args.model_sleep < float("inf"):
-        parser.error(f"--model-sleep must be 0 or more seconds, not {args.model_sleep}")
     tmp = None if args.workdir else tempfile.TemporaryDirectory(prefix="latency-bench-")
     args.workdir = (args.workdir or Path(tmp.name)).resolve()
     result = asyncio.run(run(args))

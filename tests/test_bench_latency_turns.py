@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -27,10 +28,12 @@ from latency_turns import (  # noqa: E402
     summarize,
     turn_order,
 )
+from server_latency import server_package  # noqa: E402
 
 # Stands in for server_latency.py in a turn: checks it was given a copy of the workdir with
 # its index, writes into the copy, and prints the figures of a run, slower for a checkout
-# named "before"; told by the environment to fail or to name another checkout's code.
+# named "before"; told by the environment to fail in one checkout's turn, or to name another
+# checkout's code as its own or its server's.
 FAKE_RUN = r'''
 import importlib.util, json, os, sys
 from pathlib import Path
@@ -39,20 +42,22 @@ work = Path(args[args.index("--workdir") + 1])
 assert "--reuse" in args and "--json" in args, args
 assert (work / "ws" / "a.py").is_file() and list(work.glob("index/*/manifest.json")), work
 (work / "ws" / "written_by_a_turn.txt").write_text("x")
-if os.environ.get("FAKE_FAIL"):
-    sys.exit(3)
 code = Path(importlib.util.find_spec("rag_lsp").origin).parent
-code = Path(os.environ.get("FAKE_CODE", code))
 slow = 2.0 if code.parent.name == "before" else 1.0
+if os.environ.get("FAKE_FAIL") == ("before" if slow == 2.0 else "this"):
+    sys.exit(3)
+server_code = os.environ.get("FAKE_SERVER_CODE", str(code))
+code = os.environ.get("FAKE_CODE", str(code))
 def phase(ms, **extra):
     return {"lsp": {"n": 10, "p50_ms": ms * slow, "p95_ms": 2 * ms * slow},
             "server_took": {"n": 10, "p95_ms": 1.5 * ms * slow},
             "server_peak_rss_mb": 300 + ms, **extra}
-result = {"files": 1, "chunks": 2, "cpu_count": 2, "code": str(code),
-          "search_alone": phase(5), "search_alone_spaced": phase(6),
+fresh = {"n": 1, "p50_ms": 40.0, "p95_ms": 50.0}
+result = {"files": 1, "chunks": 2, "cpu_count": 2, "code": code, "server_code": server_code,
+          "search_alone": phase(5), "search_alone_spaced": phase(6), "search_idle": phase(6),
           "search_reindex": phase(7, run_seconds=3.0),
           "search_reindex_alone": phase(8, run_seconds=2.0),
-          "search_after_spaced": phase(6)}
+          "search_after_spaced": phase(6), "fresh_client": fresh, "fresh_watcher": fresh}
 print("some log line")
 print(json.dumps(result))
 '''
@@ -126,7 +131,7 @@ def test_turns_run_each_checkout_on_a_fresh_copy_in_turns(workdir, before, fake_
     assert {t["code"] for t in result["turns"]} == {str(before / "rag_lsp"),
                                                     str(REPO / "rag_lsp")}
     # every copy is gone, and what the turns wrote never reached the workdir
-    assert not (workdir.parent / "work-turn").exists()
+    assert not list(workdir.parent.glob("work-turn*"))
     assert not (workdir / "ws" / "written_by_a_turn.txt").exists()
     idle = result["summary"]["phases"]["search_alone"]
     assert idle["baseline"]["p95_ms"] == [20.0, 20.0] and idle["this tree"]["median_p95_ms"] == 10
@@ -136,32 +141,79 @@ def test_turns_run_each_checkout_on_a_fresh_copy_in_turns(workdir, before, fake_
     table = capsys.readouterr().out
     for _key, label in PHASES:
         assert label in table
-    assert "10.0 / 20.0" in table and "5.0 / 10.0" in table and "0.5" in table
+    assert re.search(r"^  idle, back to back +10\.0 / 20\.0 +5\.0 / 10\.0 +5\.0 / 10\.0 "
+                     r"+10\.0 / 20\.0 +20\.0 +10\.0 +0\.5$", table, re.MULTILINE), table
+    assert re.search(r"^  an edit searchable, client's file events( +40\.0 / 50\.0){4}$", table,
+                     re.MULTILINE), table
 
 
-def test_a_turn_that_ran_other_code_stops_the_bench(workdir, before, fake_run, monkeypatch):
-    monkeypatch.setenv("FAKE_CODE", str(REPO / "rag_lsp"))  # the baseline's turn says so
-    with pytest.raises(SystemExit, match="baseline turn ran the code in"):
+@pytest.mark.parametrize(("variable", "who"), [("FAKE_CODE", "bench"),
+                                               ("FAKE_SERVER_CODE", "server")])
+def test_a_turn_that_ran_other_code_stops_the_bench(workdir, before, fake_run, monkeypatch,
+                                                    variable, who):
+    monkeypatch.setenv(variable, str(REPO / "rag_lsp"))  # the baseline's turn says so
+    with pytest.raises(SystemExit, match=f"baseline's turn: its {who} ran the code in {REPO}"):
         run_turns(namespace(workdir, before))
-    assert not (workdir.parent / "work-turn").exists()
+    assert not list(workdir.parent.glob("work-turn*"))
 
 
-def test_a_failed_turn_stops_the_bench_and_leaves_no_copy(workdir, before, fake_run,
-                                                          monkeypatch):
-    monkeypatch.setenv("FAKE_FAIL", "1")
+def test_a_failed_turn_stops_the_bench_keeping_the_turns_before(workdir, before, fake_run,
+                                                                monkeypatch):
+    monkeypatch.setenv("FAKE_FAIL", "this")  # the second turn, this tree's
+    saved: list[dict] = []
     with pytest.raises(SystemExit, match="failed with exit code 3"):
-        run_turns(namespace(workdir, before, rounds=1))
-    assert not (workdir.parent / "work-turn").exists()
+        run_turns(namespace(workdir, before, rounds=1), save=saved.append)
+    assert [t["checkout"] for t in saved[-1]["turns"]] == ["baseline"]
+    assert saved[-1]["summary"]["phases"]["search_alone"]["baseline"]["median_p95_ms"] == 20
+    assert not list(workdir.parent.glob("work-turn*"))
     assert (workdir / "ws" / "a.py").is_file()
 
 
-def test_a_phase_a_turn_lacks_is_left_out():
-    turn = {"checkout": "this tree", "search_alone": {
-        "lsp": {"p50_ms": 1.0, "p95_ms": 2.0}, "server_took": {"p95_ms": 1.5},
-        "server_peak_rss_mb": 300}}
-    summary = summarize([turn], ["this tree"])
-    assert list(summary["phases"]) == ["search_alone"]
-    assert summary["server_peak_rss_mb"]["this tree"]["search_reindex"] is None
+def test_a_phase_without_searches_shows_a_dash(capsys):
+    """A re-index can end before its first search: its figures are only ``{"n": 0}``."""
+    def phase(**lsp) -> dict:
+        return {"lsp": {"n": 1, **lsp}, "server_took": lsp, "server_peak_rss_mb": 300,
+                "run_seconds": 1.0}
+    turns = [{"checkout": name, "files": 1, "chunks": 2, "seconds": 9.0,
+              **{key: phase(p50_ms=1.0, p95_ms=2.0) for key, _label in PHASES},
+              "search_reindex_alone": {"lsp": {"n": 0}, "server_took": {"n": 0},
+                                       "server_peak_rss_mb": 300, "run_seconds": 0.1},
+              "fresh_client": {"n": 0}, "fresh_watcher": {"n": 0}}
+             for name in ("baseline", "this tree")]
+    summary = summarize(turns, ["baseline", "this tree"])
+    assert summary["phases"]["search_reindex_alone"]["this tree"]["median_p95_ms"] is None
+    assert "p95_this_over_baseline" not in summary["phases"]["search_reindex_alone"]
+    assert summary["phases"]["search_alone"]["p95_this_over_baseline"] == 1.0
+    print_turns({"checkouts": {"baseline": "b", "this tree": "t"}, "order": ["baseline",
+                 "this tree"], "turns": turns, "summary": summary})
+    assert re.search(r"^  second re-index, server alone( +- / -){2} +- +- +-$",
+                     capsys.readouterr().out, re.MULTILINE)
+
+
+def test_the_server_package_is_read_from_its_process(tmp_path, before):
+    """Where a server started as ``python -m rag_lsp`` imports the package from: its
+    working folder first, then PYTHONPATH; nowhere there, the installed one."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+
+    def package_of(cwd: Path, pythonpath: str | None) -> str | None:
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        if pythonpath is not None:
+            env["PYTHONPATH"] = pythonpath
+        # (read once it runs: the kernel shows a process's environment only a moment after
+        # its exec, and a server is read once it has answered)
+        with subprocess.Popen([sys.executable, "-c", "print('up', flush=True); "
+                               "import time; time.sleep(60)"], cwd=cwd, env=env,
+                              stdout=subprocess.PIPE, text=True) as proc:
+            try:
+                assert proc.stdout.readline() == "up\n"
+                return server_package(proc.pid)
+            finally:
+                proc.kill()
+
+    assert package_of(elsewhere, f"{elsewhere}{os.pathsep}{before}") == str(before / "rag_lsp")
+    assert package_of(before, str(REPO)) == str(before / "rag_lsp")
+    assert package_of(elsewhere, None) is None
 
 
 def bench(*args: str) -> subprocess.CompletedProcess:
@@ -183,7 +235,7 @@ def test_the_command_refuses_what_it_cannot_compare(args, said):
 def test_the_command_says_how_to_build_the_workdir_first(tmp_path):
     done = bench("--baseline", str(REPO), "--workdir", str(tmp_path / "none"))
     assert done.returncode == 1
-    assert "has no ws/ and index/" in done.stderr and "build it once" in done.stderr
+    assert "has no ws/ and index/" in done.stderr and "without --baseline" in done.stderr
 
 
 def test_the_real_bench_in_turns_on_a_tiny_workspace(tmp_path):
@@ -203,4 +255,4 @@ def test_the_real_bench_in_turns_on_a_tiny_workspace(tmp_path):
         assert turn["code"] == str(REPO / "rag_lsp")
         assert turn["search_reindex_alone"]["lsp"]["n"] >= 1
     assert "second re-index, server alone" in done.stdout
-    assert not (tmp_path / "tiny-turn").exists()
+    assert not list(tmp_path.glob("tiny-turn*"))
