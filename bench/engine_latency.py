@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -67,18 +68,44 @@ def run_in_checkout(argv: list[str], code: Path, cwd: Path, timeout: float | Non
     benches beside it); the JSON object it prints last. With ``progress`` its stderr (a
     bench's log lines) shows as it runs, else only when it fails."""
     env = {**os.environ, "PYTHONPATH": f"{code}{os.pathsep}{HERE}"}
-    # -P: the checkout in PYTHONPATH, not the folder of this script's checkout, comes first
-    proc = subprocess.run([sys.executable, "-P", *argv], cwd=cwd, env=env,
-                          stdout=subprocess.PIPE, stderr=None if progress else subprocess.PIPE,
-                          text=True, timeout=timeout)
+    # -P: the checkout in PYTHONPATH, not the folder of this script's checkout, comes first.
+    # A session of its own: stopped (a timeout, Ctrl-C, kill), it is stopped with every
+    # process it started, such as a language server and its model's child.
+    proc = subprocess.Popen([sys.executable, "-P", *argv], cwd=cwd, env=env,
+                            stdout=subprocess.PIPE,
+                            stderr=None if progress else subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except BaseException:
+        stop_process_group(proc)
+        raise
     if proc.returncode != 0:
-        said = "" if progress else f":\n{proc.stderr[-3000:]}"
+        said = "" if progress else f":\n{stderr[-3000:]}"
         raise SystemExit(f"the measured process ({code}) failed with exit code "
                          f"{proc.returncode}{said}")
-    lines = proc.stdout.strip().splitlines()
+    lines = stdout.strip().splitlines()
     if not lines:
         raise SystemExit(f"the measured process ({code}) printed no figures")
     return json.loads(lines[-1])
+
+
+def stop_process_group(proc: subprocess.Popen, grace: float = 10.0) -> None:
+    """Stop ``proc`` and every process of its group: asked first, killed after ``grace``
+    seconds."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=grace)
+            os.killpg(proc.pid, signal.SIGKILL)  # what it started and left behind
+            return
+        except ProcessLookupError:
+            return
+        except subprocess.TimeoutExpired:
+            continue
 
 
 def run_child(script: str, code: Path, child_args: list[str], cwd: Path,

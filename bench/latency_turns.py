@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import signal
 import statistics
@@ -93,8 +94,8 @@ def run_turn(args: argparse.Namespace, name: str, code: Path) -> dict:
         result = run_in_checkout(child_args(args, copy), code, cwd=code,
                                  timeout=TURN_TIMEOUT, progress=True)
     except subprocess.TimeoutExpired:
-        raise SystemExit(f"{name}'s turn ran past {TURN_TIMEOUT / 3600:.0f} hours: stopped"
-                         ) from None
+        raise SystemExit(f"{name}'s turn ran past {TURN_TIMEOUT:.0f} s: stopped, with its "
+                         "server") from None
     finally:
         shutil.rmtree(turn_dir, ignore_errors=True)
     for who, package in (("bench", result.get("code")), ("server", result.get("server_code"))):
@@ -110,6 +111,10 @@ def run_turns(args: argparse.Namespace, save=None) -> dict:
     ``save`` after each turn as well."""
     codes = checkouts(HERE.parent, args.baseline)
     order = turn_order(list(codes), args.rounds)
+    left = sorted(args.workdir.parent.glob(f"{args.workdir.name}-turn-*"))
+    if left:  # (a run killed outright, kill -9, cannot remove its copy)
+        log(f"copies left by an earlier run, not removed (another run may be using them): "
+            f"{', '.join(map(str, left))}")
     result: dict = {"checkouts": {name: str(path) for name, path in codes.items()},
                     "order": order, "turns": []}
     for number, name in enumerate(order, 1):
@@ -176,8 +181,8 @@ def print_turns(r: dict) -> None:
     heads = [f"{i} {t['checkout']}" for i, t in enumerate(turns, 1)]
     width = max(15, *(len(h) for h in heads))
 
-    def block(title: str, rows: list[tuple[str, list[str]]], tail: str = "") -> None:
-        print(f"\n{title:<46}" + "".join(f" {h:>{width}}" for h in heads) + tail)
+    def block(title: str, rows: list[tuple[str, list[str]]]) -> None:
+        print(f"\n{title:<46}" + "".join(f" {h:>{width}}" for h in heads))
         for label, cells in rows:
             print(f"  {label:<44}" + "".join(f" {c:>{width}}" for c in cells))
 
@@ -192,7 +197,8 @@ def print_turns(r: dict) -> None:
         ratio = per.get("p95_this_over_baseline")
         print(f"  {label:<44}" + "".join(f" {c:>{width}}" for c in cells)
               + "".join(f" {_ms(per[name]['median_p95_ms']):>22}" for name in names)
-              + (f" {ratio if ratio is not None else '-':>11}" if len(names) > 1 else ""))
+              + (f" {'-' if ratio is None else f'{ratio:.3f}':>11}" if len(names) > 1
+                 else ""))
     block("server-side tookMs p95, ms",
           [(label, [_ms(t[key]["server_took"].get("p95_ms")) for t in turns])
            for key, label in PHASES])
@@ -212,19 +218,27 @@ def print_turns(r: dict) -> None:
 
 def main(args: argparse.Namespace) -> int:
     """``server_latency.py --baseline``: check, run the turns, print and write the table."""
-    problem = workdir_problem(args.workdir)
-    if problem:
-        raise SystemExit(f"{problem} (once, without --baseline: the turns run on copies)")
+    if workdir_problem(args.workdir):
+        raise SystemExit(f"{args.workdir} has no ws/ and index/ to copy: build it once with "
+                         f"bench/server_latency.py --workdir {args.workdir} (without "
+                         "--baseline; --stand-in-vectors at 100k chunks)")
     problem = baseline_problem(args.baseline)
     if problem:
         raise SystemExit(problem)
 
-    # Stopped with `kill` as with Ctrl-C: the turn's process is killed and its copy removed.
+    # Stopped with `kill` as with Ctrl-C: the turn's processes are stopped, its copy removed.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
 
-    def save(so_far: dict) -> None:  # a turn that fails later keeps the ones before
+    started = time.strftime("%Y-%m-%d %H:%M")
+
+    def save(so_far: dict) -> None:
+        """The turns so far, whole or not at all: a turn that fails later keeps them."""
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(so_far, indent=2), encoding="utf-8")
+        partial = args.out.with_name(args.out.name + ".partial")
+        partial.write_text(json.dumps({**so_far, "started": started,
+                                       "command": " ".join(sys.argv)}, indent=2),
+                           encoding="utf-8")
+        os.replace(partial, args.out)
 
     result = run_turns(args, save)
     emit(result, args, print_turns)

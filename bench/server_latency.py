@@ -553,15 +553,16 @@ def server_index_dir(index: Path, root: Path) -> Path:
 
 
 def server_package(pid: int) -> str | None:
-    """The ``rag_lsp`` package a server process (``python -m rag_lsp``) imports, read from
-    its working folder and ``PYTHONPATH`` as Python builds its import path (the working
-    folder first); ``None`` when neither holds one (then the installed package)."""
+    """The ``rag_lsp`` package a server process (``python -m rag_lsp``, as :class:`Session`
+    starts it) imports: the first of its working folder and its ``PYTHONPATH`` folders, which
+    come before the installed packages, that holds one; ``None`` when none does (then the
+    installed package)."""
     environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-    found = [v.split(b"=", 1)[1].decode() for v in environ if v.startswith(b"PYTHONPATH=")]
-    folders = [os.readlink(f"/proc/{pid}/cwd"), *(found[0].split(os.pathsep) if found else [])]
-    for folder in filter(None, folders):
-        if (Path(folder) / "rag_lsp" / "__init__.py").is_file():
-            return str(Path(folder).resolve() / "rag_lsp")
+    found = [os.fsdecode(v.split(b"=", 1)[1]) for v in environ if v.startswith(b"PYTHONPATH=")]
+    cwd = Path(os.readlink(f"/proc/{pid}/cwd"))
+    for folder in [cwd, *(cwd / f for f in (found[0].split(os.pathsep) if found else []) if f)]:
+        if (folder / "rag_lsp" / "__init__.py").is_file():
+            return str(folder.resolve() / "rag_lsp")
     return None
 
 

@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -32,8 +33,8 @@ from server_latency import server_package  # noqa: E402
 
 # Stands in for server_latency.py in a turn: checks it was given a copy of the workdir with
 # its index, writes into the copy, and prints the figures of a run, slower for a checkout
-# named "before"; told by the environment to fail in one checkout's turn, or to name another
-# checkout's code as its own or its server's.
+# named "before"; told by the environment to fail in one checkout's turn, to hang, or to name
+# another checkout's code as its own or its server's.
 FAKE_RUN = r'''
 import importlib.util, json, os, sys
 from pathlib import Path
@@ -41,7 +42,13 @@ args = sys.argv[1:]
 work = Path(args[args.index("--workdir") + 1])
 assert "--reuse" in args and "--json" in args, args
 assert (work / "ws" / "a.py").is_file() and list(work.glob("index/*/manifest.json")), work
+assert not (work / "ws" / "written_by_a_turn.txt").exists(), "a copy used twice"
 (work / "ws" / "written_by_a_turn.txt").write_text("x")
+if os.environ.get("FAKE_HANG"):  # a turn that hangs, with a process of its own (a server)
+    import subprocess, time
+    server = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    Path(os.environ["FAKE_HANG"]).write_text(str(server.pid))
+    time.sleep(120)
 code = Path(importlib.util.find_spec("rag_lsp").origin).parent
 slow = 2.0 if code.parent.name == "before" else 1.0
 if os.environ.get("FAKE_FAIL") == ("before" if slow == 2.0 else "this"):
@@ -109,7 +116,9 @@ def test_the_order_is_swapped_each_round():
 def test_a_baseline_must_be_a_checkout_with_a_model(tmp_path, before):
     assert "not a checkout" in baseline_problem(tmp_path / "nothing")
     (before / "models" / "m" / "model.onnx").unlink()
-    assert "no model" in baseline_problem(before)
+    said = baseline_problem(before)
+    assert "no model" in said
+    assert f"ln -s {REPO / 'models' / 'all-MiniLM-L6-v2'} {before / 'models'}/" in said
     assert baseline_problem(REPO) is None  # (make test installs the model first)
 
 
@@ -142,7 +151,7 @@ def test_turns_run_each_checkout_on_a_fresh_copy_in_turns(workdir, before, fake_
     for _key, label in PHASES:
         assert label in table
     assert re.search(r"^  idle, back to back +10\.0 / 20\.0 +5\.0 / 10\.0 +5\.0 / 10\.0 "
-                     r"+10\.0 / 20\.0 +20\.0 +10\.0 +0\.5$", table, re.MULTILINE), table
+                     r"+10\.0 / 20\.0 +20\.0 +10\.0 +0\.500$", table, re.MULTILINE), table
     assert re.search(r"^  an edit searchable, client's file events( +40\.0 / 50\.0){4}$", table,
                      re.MULTILINE), table
 
@@ -152,7 +161,8 @@ def test_turns_run_each_checkout_on_a_fresh_copy_in_turns(workdir, before, fake_
 def test_a_turn_that_ran_other_code_stops_the_bench(workdir, before, fake_run, monkeypatch,
                                                     variable, who):
     monkeypatch.setenv(variable, str(REPO / "rag_lsp"))  # the baseline's turn says so
-    with pytest.raises(SystemExit, match=f"baseline's turn: its {who} ran the code in {REPO}"):
+    with pytest.raises(SystemExit,
+                       match=re.escape(f"baseline's turn: its {who} ran the code in {REPO}")):
         run_turns(namespace(workdir, before))
     assert not list(workdir.parent.glob("work-turn*"))
 
@@ -162,7 +172,8 @@ def test_a_failed_turn_stops_the_bench_keeping_the_turns_before(workdir, before,
     monkeypatch.setenv("FAKE_FAIL", "this")  # the second turn, this tree's
     saved: list[dict] = []
     with pytest.raises(SystemExit, match="failed with exit code 3"):
-        run_turns(namespace(workdir, before, rounds=1), save=saved.append)
+        run_turns(namespace(workdir, before, rounds=1),
+                  save=lambda so_far: saved.append(json.loads(json.dumps(so_far))))
     assert [t["checkout"] for t in saved[-1]["turns"]] == ["baseline"]
     assert saved[-1]["summary"]["phases"]["search_alone"]["baseline"]["median_p95_ms"] == 20
     assert not list(workdir.parent.glob("work-turn*"))
@@ -188,6 +199,39 @@ def test_a_phase_without_searches_shows_a_dash(capsys):
                  "this tree"], "turns": turns, "summary": summary})
     assert re.search(r"^  second re-index, server alone( +- / -){2} +- +- +-$",
                      capsys.readouterr().out, re.MULTILINE)
+
+
+def test_a_turn_past_its_time_is_stopped_with_what_it_started(workdir, before, fake_run,
+                                                               monkeypatch, tmp_path):
+    pid_file = tmp_path / "server.pid"
+    monkeypatch.setenv("FAKE_HANG", str(pid_file))
+    monkeypatch.setattr(latency_turns, "TURN_TIMEOUT", 3.0)
+    with pytest.raises(SystemExit, match="baseline's turn ran past 3 s: stopped"):
+        run_turns(namespace(workdir, before, rounds=1))
+    server = int(pid_file.read_text())
+    for _ in range(100):  # killed, then reaped by init
+        try:
+            state = Path(f"/proc/{server}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            break
+        if state == "Z":
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail(f"the turn's own process {server} still runs")
+    assert not list(workdir.parent.glob("work-turn*"))
+
+
+def test_the_ratio_comes_from_the_unrounded_medians():
+    def turn(name: str, p95: float) -> dict:
+        return {"checkout": name, **{key: {"lsp": {"p50_ms": 1.0, "p95_ms": p95},
+                                           "server_took": {"p95_ms": 1.0},
+                                           "server_peak_rss_mb": 300} for key, _ in PHASES}}
+    summary = summarize([turn("baseline", 30.16), turn("this tree", 10.04)],
+                        ["baseline", "this tree"])
+    idle = summary["phases"]["search_alone"]
+    assert idle["this tree"]["median_p95_ms"] == 10.0 and idle["baseline"]["median_p95_ms"] == 30.2
+    assert idle["p95_this_over_baseline"] == 0.333  # (10.0 / 30.2 would be 0.331)
 
 
 def test_the_server_package_is_read_from_its_process(tmp_path, before):
@@ -226,6 +270,7 @@ def bench(*args: str) -> subprocess.CompletedProcess:
     (["--baseline", "."], "give --workdir"),
     (["--baseline", ".", "--workdir", "w", "--stand-in-vectors"], "without --stand-in-vectors"),
     (["--baseline", ".", "--workdir", "w", "--rounds", "0"], "--rounds must be 1 or more"),
+    (["--baseline", ".", "--workdir", "w", "--model-sleep", "-1"], "--model-sleep must be"),
 ])
 def test_the_command_refuses_what_it_cannot_compare(args, said):
     done = bench(*args)
@@ -235,7 +280,8 @@ def test_the_command_refuses_what_it_cannot_compare(args, said):
 def test_the_command_says_how_to_build_the_workdir_first(tmp_path):
     done = bench("--baseline", str(REPO), "--workdir", str(tmp_path / "none"))
     assert done.returncode == 1
-    assert "has no ws/ and index/" in done.stderr and "without --baseline" in done.stderr
+    assert f"{tmp_path / 'none'} has no ws/ and index/ to copy" in done.stderr
+    assert f"--workdir {tmp_path / 'none'} (without --baseline" in done.stderr
 
 
 def test_the_real_bench_in_turns_on_a_tiny_workspace(tmp_path):
@@ -252,7 +298,7 @@ def test_the_real_bench_in_turns_on_a_tiny_workspace(tmp_path):
     result = json.loads(out.read_text())
     assert result["order"] == ["baseline", "this tree"]
     for turn in result["turns"]:
-        assert turn["code"] == str(REPO / "rag_lsp")
-        assert turn["search_reindex_alone"]["lsp"]["n"] >= 1
+        assert turn["code"] == turn["server_code"] == str(REPO / "rag_lsp")
+        assert turn["search_alone"]["lsp"]["n"] == 2
     assert "second re-index, server alone" in done.stdout
     assert not list(tmp_path.glob("tiny-turn*"))
