@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from bench_basics import checkouts, emit, log, workdir_problem
@@ -106,7 +107,7 @@ def run_turn(args: argparse.Namespace, name: str, code: Path) -> dict:
     return result
 
 
-def run_turns(args: argparse.Namespace, save=None) -> dict:
+def run_turns(args: argparse.Namespace, save: Callable[[dict], None] | None = None) -> dict:
     """Every turn of ``--rounds`` rounds; the turns' results and their summary, handed to
     ``save`` after each turn as well."""
     codes = checkouts(HERE.parent, args.baseline)
