@@ -139,7 +139,7 @@ def _round(value: float | None, digits: int = 1) -> float | None:
 
 
 def summarize(turns: list[dict], names: list[str]) -> dict:
-    """Per phase and checkout: each turn's round-trip p50 and p95 and the server's
+    """Per phase and checkout: each turn's round-trip p50, p95 and p99 and the server's
     ``tookMs`` p95 (``None`` for a phase without searches, e.g. a re-index that ended
     before the first), their medians, and this tree's median p95 over the baseline's; the
     server's peak RSS per phase (the largest of the checkout's turns)."""
@@ -150,8 +150,9 @@ def summarize(turns: list[dict], names: list[str]) -> dict:
             mine = [turn[key] for turn in turns if turn["checkout"] == name]
             p50 = [t["lsp"].get("p50_ms") for t in mine]
             p95 = [t["lsp"].get("p95_ms") for t in mine]
+            p99 = [t["lsp"].get("p99_ms") for t in mine]
             took = [t["server_took"].get("p95_ms") for t in mine]
-            per[name] = {"p50_ms": p50, "p95_ms": p95, "took_p95_ms": took,
+            per[name] = {"p50_ms": p50, "p95_ms": p95, "p99_ms": p99, "took_p95_ms": took,
                          "median_p50_ms": _median([v for v in p50 if v is not None]),
                          "median_p95_ms": _median([v for v in p95 if v is not None])}
         this, base = (per.get(n, {}).get("median_p95_ms") for n in ("this tree", "baseline"))
@@ -200,6 +201,8 @@ def print_turns(r: dict) -> None:
               + "".join(f" {_ms(per[name]['median_p95_ms']):>22}" for name in names)
               + (f" {'-' if ratio is None else f'{ratio:.3f}':>11}" if len(names) > 1
                  else ""))
+    block("rag/search round trip p99, ms",
+          [(label, [_ms(t[key]["lsp"].get("p99_ms")) for t in turns]) for key, label in PHASES])
     block("server-side tookMs p95, ms",
           [(label, [_ms(t[key]["server_took"].get("p95_ms")) for t in turns])
            for key, label in PHASES])

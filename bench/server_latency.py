@@ -854,7 +854,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=2,
                         help="with --baseline: rounds of turns, each a run of every checkout "
                              "(2: baseline, this, this, baseline; ~10 min a run at ~12k "
-                             "chunks on 2 cores, ~25 at 100k)")
+                             "chunks on 2 cores, as long at 100k with its --rewrite 0.03)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead")
     parser.add_argument("--out", type=Path,
                         help="where the JSON goes (default: server_latency.json in "

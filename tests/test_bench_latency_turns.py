@@ -56,7 +56,8 @@ if os.environ.get("FAKE_FAIL") == ("before" if slow == 2.0 else "this"):
 server_code = os.environ.get("FAKE_SERVER_CODE", str(code))
 code = os.environ.get("FAKE_CODE", str(code))
 def phase(ms, **extra):
-    return {"lsp": {"n": 10, "p50_ms": ms * slow, "p95_ms": 2 * ms * slow},
+    return {"lsp": {"n": 10, "p50_ms": ms * slow, "p95_ms": 2 * ms * slow,
+                    "p99_ms": 3 * ms * slow},
             "server_took": {"n": 10, "p95_ms": 1.5 * ms * slow},
             "server_peak_rss_mb": 300 + ms, **extra}
 fresh = {"n": 1, "p50_ms": 40.0, "p95_ms": 50.0}
@@ -152,6 +153,10 @@ def test_turns_run_each_checkout_on_a_fresh_copy_in_turns(workdir, before, fake_
         assert label in table
     assert re.search(r"^  idle, back to back +10\.0 / 20\.0 +5\.0 / 10\.0 +5\.0 / 10\.0 "
                      r"+10\.0 / 20\.0 +20\.0 +10\.0 +0\.500$", table, re.MULTILINE), table
+    assert idle["this tree"]["p99_ms"] == [15.0, 15.0]
+    assert re.search(r"^rag/search round trip p99, ms( +\d \w+( tree)?){4}\n"
+                     r"  idle, back to back +30\.0 +15\.0 +15\.0 +30\.0$", table,
+                     re.MULTILINE), table
     assert re.search(r"^  an edit searchable, client's file events( +40\.0 / 50\.0){4}$", table,
                      re.MULTILINE), table
 
