@@ -32,7 +32,7 @@ from engine_latency import run_in_checkout
 
 HERE = Path(__file__).resolve().parent
 SCRIPT = HERE / "server_latency.py"
-TURN_TIMEOUT = 6 * 3600.0  # a 100k-chunk turn takes ~25 minutes here; a stuck one, forever
+TURN_TIMEOUT = 6 * 3600.0  # a turn takes ~10 minutes here, at ~12k or 100k; a stuck one, forever
 # The search phases of one run: the result's key, and what the table calls it.
 PHASES = (("search_alone", "idle, back to back"),
           ("search_alone_spaced", "idle, 0.3 s apart"),
