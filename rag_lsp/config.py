@@ -75,6 +75,7 @@ class Settings:
     rank_path_boost: float = _default("rankPathBoost")
     rank_file_agreement: float = _default("rankFileAgreement")
     rank_test_prior: float = _default("rankTestPrior")
+    rank_benchmark_prior: float = _default("rankBenchmarkPrior")
     rank_docs_prior: float = _default("rankDocsPrior")
     rank_example_prior: float = _default("rankExamplePrior")
     rank_legacy_prior: float = _default("rankLegacyPrior")

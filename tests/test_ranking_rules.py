@@ -73,6 +73,8 @@ def test_full_text_query_gets_identifier_parts():
     ("what does the README say about installing", {"docs"}),
     ("examples of middleware", {"example"}),
     ("pydantic's internal schema generation", {"internal"}),
+    ("the benchmark of the router", {"benchmark"}),
+    ("how does the workbench lay out panels", set()),  # a word that only holds "bench"
 ])
 def test_queries_that_ask_for_a_role(query, asks):
     assert analyze(query).asks_for == asks
@@ -105,6 +107,20 @@ def test_queries_that_ask_for_a_role(query, asks):
     ("lib/internal/url.js", {"internal"}),
     ("internal/server/server.go", set()),  # Go: where an application keeps all its code
     ("src/_app.tsx", set()),  # a leading underscore is Python's convention only
+    ("bench/server_latency.py", {"benchmark"}),
+    ("axum/benches/benches.rs", {"benchmark"}),  # a crate's harness beside its src/
+    ("crates/core/benches/parse.rs", {"benchmark"}),
+    ("benchmarks/bench_validators.py", {"benchmark"}),
+    ("benchmark/http/simple.js", {"benchmark"}),  # Node's top-level harness
+    ("src/utils/sort.bench.ts", {"benchmark"}),
+    ("tests/benchmarks/test_fields.py", {"test", "benchmark"}),
+    # a benchmarking library's own code, under a source folder or deeper in a package
+    ("packages/vitest/src/runtime/benchmark/index.ts", set()),
+    ("torch/utils/benchmark/utils/timer.py", set()),
+    ("include/benchmark/benchmark.h", set()),
+    ("src/bench/mod.rs", set()),
+    ("a/b/c/benches/x.rs", set()),
+    ("workbench/layout.py", set()),
 ])
 def test_path_roles(path, roles):
     assert path_roles(path) == roles
@@ -361,6 +377,19 @@ def test_a_test_file_ranks_below_its_implementation():
     chunks = [_candidate("tests/test_client.py", 0.62), _candidate("src/client.py", 0.55)]
     score_chunks(chunks, _context("tests for sending a request"))  # asked for: no prior
     assert [f.path for f in rank_files(chunks, WEIGHTS)][0] == "tests/test_client.py"
+
+
+def test_a_benchmark_ranks_below_the_code_it_measures():
+    def ranked(query: str, **filters) -> str:
+        chunks = [_candidate("bench/index_yield.py", 0.66), _candidate("rag_lsp/indexer.py", 0.58)]
+        score_chunks(chunks, _context(query, filters=SearchFilters(**filters)))
+        return [f.path for f in rank_files(chunks, WEIGHTS)][0]
+
+    assert ranked("how does a search wait for indexing to yield") == "rag_lsp/indexer.py"
+    # asked for in words, or by a path filter: no prior
+    assert ranked("the benchmark of searches waiting for indexing") == "bench/index_yield.py"
+    assert ranked("how does a search wait for indexing to yield",
+                  paths=("bench/**",)) == "bench/index_yield.py"
 
 
 def test_a_private_module_ranks_below_the_public_one():

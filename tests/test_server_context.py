@@ -58,6 +58,22 @@ MODE_FILES = {
                 totals[key] = totals.get(key, 0) + order.amount
             return totals
         ''',
+    "bench/totals_speed.py": '''
+        """How long monthly_totals takes over a year of orders."""
+        import time
+
+        from src.reports.totals import monthly_totals
+
+
+        def time_monthly_totals(orders, repeat=5):
+            """The best of ``repeat`` timed runs of monthly_totals over ``orders``, seconds."""
+            best = float("inf")
+            for _ in range(repeat):
+                started = time.perf_counter()
+                monthly_totals(orders)
+                best = min(best, time.perf_counter() - started)
+            return best
+        ''',
     "docs/design.md": """
         # Design
         ## Job queue
@@ -164,6 +180,21 @@ async def test_modes_shape_the_ranking(ctx):
         first[mode] = result["items"][0]["path"]
     assert first["planning"] == "docs/design.md"
     assert first["debugger"] == "src/jobs/runner.py"
+
+
+async def test_performance_mode_lifts_the_benchmark_prior(ctx):
+    """A benchmark harness ranks well below the code it measures in the other modes (and in
+    search); performance mode lifts that prior: a harness shows what is slow and how it is
+    timed. The boosts the mode adds are small (+0.06), the prior's factor is 0.3."""
+    query = "how long does computing the monthly totals of orders take"
+    scores = {}
+    for mode in ("debugger", "performance"):
+        result = await request(ctx, RAG_INJECT_CONTEXT, {
+            "mode": mode, "query": query, "tokenBudget": 4000})
+        items = [i for i in result["items"] if i["source"] == "codebase"]
+        assert items[0]["path"] == "src/reports/totals.py"
+        scores[mode] = max(i["score"] for i in items if i["path"] == "bench/totals_speed.py")
+    assert scores["performance"] > 2 * scores["debugger"]
 
 
 async def test_manual_context_comes_first(ctx, context_repo):

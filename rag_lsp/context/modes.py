@@ -7,7 +7,8 @@ the query alone); it reorders what was found, adding small, documented boosts to
   ``raise``/``except``/``try``/``catch``/``throw``/``panic``/error logging).
 - security: authentication, authorisation, crypto, secrets, input parsing and escaping
   (+0.06 for code that mentions them, +0.04 more for paths such as ``auth/``, ``security/``).
-- performance: loops, I/O, caching, batching, concurrency (+0.06).
+- performance: loops, I/O, caching, batching, concurrency (+0.06); the search's benchmark
+  prior does not apply.
 - planning: design documents and Markdown (+0.10 for Markdown, +0.06 for ``docs/``,
   ``README``, ``DESIGN``, ``ADR`` paths); the search's docs prior does not apply.
 - any other mode (named in the ``extraModes`` setting): no boosts.
@@ -71,6 +72,7 @@ PROFILES: dict[str, ModeProfile] = {
                        "pool", "thread", "async", "await", "concurr", "parallel", "read",
                        "write", "open", "query", "fetch", "request", "socket", "sort",
                        "index", "profil", "latency", "throughput"),
+        wanted_roles=("benchmark",),  # a harness shows what is slow and how it is measured
     ),
     "planning": ModeProfile(
         "planning",

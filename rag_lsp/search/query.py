@@ -24,6 +24,7 @@ _QUALIFIED = re.compile(r"::|\.|->|\\")
 ROLE_WORDS = {
     "test": ("tests", "testing", "testcase", "testcases", "unittest", "unittests", "pytest",
              "spec", "specs", "fixture", "fixtures"),
+    "benchmark": ("benchmark", "benchmarks", "benchmarking", "bench", "benches"),
     "docs": ("docs", "readme", "changelog", "guide", "tutorial", "documented"),
     "example": ("example", "examples", "sample", "samples", "demo", "demos"),
     "legacy": ("deprecated", "legacy", "compat", "v1"),

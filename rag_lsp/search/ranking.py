@@ -15,9 +15,9 @@ one by one on the code-retrieval benchmark (``bench/README.md``, ablation table)
 - **path evidence** (``rankPathBoost``) — the file's name (and, half-weighted, its folder)
   matches the query's words; a module's index file (``routing/mod.rs``, ``__init__.py``,
   ``index.ts``) goes by its folder's name;
-- **role priors** (``rank*Prior``) — tests, docs, examples, legacy copies, generated code, data
-  files, re-export modules and private modules (``_internal/``, ``private/``) are multiplied
-  down, unless the query or a filter asks for them;
+- **role priors** (``rank*Prior``) — tests, benchmark harnesses, docs, examples, legacy copies,
+  generated code, data files, re-export modules and private modules (``_internal/``,
+  ``private/``) are multiplied down, unless the query or a filter asks for them;
   a prior never takes a chunk that is relevant on its own evidence below the threshold (it
   then ranks after the implementation, at the threshold), so a documentation question still
   finds the documentation;
@@ -108,6 +108,7 @@ RULE_SETTINGS = {
     "rankPathBoost": 0.0,
     "rankFileAgreement": 0.0,
     "rankTestPrior": 1.0,
+    "rankBenchmarkPrior": 1.0,
     "rankDocsPrior": 1.0,
     "rankExamplePrior": 1.0,
     "rankLegacyPrior": 1.0,
@@ -226,7 +227,8 @@ def _unlocked_roles(ctx: RankContext) -> set[str]:
     filters = ctx.filters
     unlocked = set(ctx.query.asks_for) | set(filters.wanted_roles)
     globs = " ".join(filters.paths).lower()
-    for role, words in (("test", ("test", "spec")), ("docs", ("doc", ".md", "readme")),
+    for role, words in (("test", ("test", "spec")), ("benchmark", ("bench",)),
+                        ("docs", ("doc", ".md", "readme")),
                         ("example", ("example", "sample", "demo")),
                         ("legacy", ("legacy", "deprecated", "compat", "v1")),
                         ("internal", ("internal", "private"))):

@@ -1,8 +1,8 @@
 """What part a file plays in a code base, read from its path (and, for re-export files, its
-text): tests, documentation, examples, legacy copies, generated or vendored code, data and
-configuration, re-export modules, modules their package marks private. A question about code
-is answered by implementation first; these roles rank lower unless the query or a filter asks
-for them (see ``ranking``).
+text): tests, benchmark harnesses, documentation, examples, legacy copies, generated or
+vendored code, data and configuration, re-export modules, modules their package marks
+private. A question about code is answered by implementation first; these roles rank lower
+unless the query or a filter asks for them (see ``ranking``).
 """
 
 from __future__ import annotations
@@ -18,6 +18,14 @@ _TEST_FILE = re.compile(
 )
 _TEST_DIR = re.compile(
     r"(?:^|/)(?:tests?|__tests__|__mocks__|specs?|testing|test_suite|testdata|fixtures)/")
+# Benchmark harnesses: a bench folder near the top (Rust's ``benches/`` beside a crate's
+# ``src/``, ``benchmarks/`` of asv or a monorepo's package, Node's top-level ``benchmark/``) and
+# tinybench's ``*.bench.ts``. Not under a source folder: vitest's
+# ``packages/vitest/src/runtime/benchmark/`` and ``torch/utils/benchmark/`` are the products'
+# own code, and so is a folder deeper down.
+_BENCH_DIR = re.compile(r"^(?:(?!(?:src|lib|include)/)[^/]+/){0,2}(?:bench|benches|benchmarks)/"
+                        r"|^benchmark/")
+_BENCH_FILE = re.compile(r"(?:^|/)[^/]*\.bench\.[cm]?[jt]sx?$")
 _DOC_FILE = re.compile(r"\.(?:md|markdown|mdx|rst|adoc|txt)$", re.IGNORECASE)
 _CHANGELOG = re.compile(r"(?:^|/)(?:CHANGELOG|CHANGES|HISTORY|NEWS|RELEASES?)[^/]*$",
                         re.IGNORECASE)
@@ -45,7 +53,8 @@ _REEXPORT_LINE = re.compile(
     r"^\s*(?:from\s+\S+\s+import\b|import\b|export\s+(?:\*|\{|type\s+\{|default\s+\w+;?$)"
     r"|pub\s+(?:use|mod)\b|mod\s+\w+;|use\s|__all__|[\"'][\w.]+[\"'],?$|\)|\]|\}|#|//|/\*|\*)")
 
-ROLES = ("test", "docs", "example", "legacy", "generated", "data", "reexport", "internal")
+ROLES = ("test", "benchmark", "docs", "example", "legacy", "generated", "data", "reexport",
+         "internal")
 
 
 @functools.lru_cache(maxsize=16384)
@@ -54,6 +63,8 @@ def path_roles(path: str) -> frozenset[str]:
     roles = set()
     if _TEST_FILE.search(path) or _TEST_DIR.search(path):
         roles.add("test")
+    if _BENCH_DIR.search(path) or _BENCH_FILE.search(path):
+        roles.add("benchmark")
     if _DOC_FILE.search(path) or _CHANGELOG.search(path):
         roles.add("docs")
     if _EXAMPLE_DIR.search(path):
