@@ -85,6 +85,7 @@ def test_queries_that_ask_for_a_role(query, asks):
     ("tests/test_client.py", {"test"}),
     ("pkg/router_test.go", {"test"}),
     ("src/app.spec.ts", {"test"}),
+    ("vscode-client/e2e/workbench.mjs", {"test"}),  # end-to-end tests (Playwright, Angular)
     ("docs/guide.md", {"docs"}),
     ("doc/md_docs.go", set()),  # code that generates docs is code
     ("CHANGELOG.rst", {"docs"}),

@@ -17,7 +17,7 @@ _TEST_FILE = re.compile(
     r"|test_helpers?[^/]*\.\w+)$"
 )
 _TEST_DIR = re.compile(
-    r"(?:^|/)(?:tests?|__tests__|__mocks__|specs?|testing|test_suite|testdata|fixtures)/")
+    r"(?:^|/)(?:tests?|__tests__|__mocks__|specs?|testing|test_suite|testdata|fixtures|e2e)/")
 # Benchmark harnesses: a bench folder near the top (Rust's ``benches/`` beside a crate's
 # ``src/``, ``benchmarks/`` of asv or a monorepo's package, Node's top-level ``benchmark/``) and
 # tinybench's ``*.bench.ts``. Not under a source folder: vitest's
