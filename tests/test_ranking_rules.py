@@ -114,6 +114,9 @@ def test_queries_that_ask_for_a_role(query, asks):
     ("benchmarks/bench_validators.py", {"benchmark"}),
     ("benchmark/http/simple.js", {"benchmark"}),  # Node's top-level harness
     ("src/utils/sort.bench.ts", {"benchmark"}),
+    ("src/jmh/java/com/x/ParserBenchmark.java", {"benchmark"}),  # JMH's convention
+    ("src/Json.Benchmarks/SerializeBenchmarks.cs", {"benchmark"}),  # BenchmarkDotNet's
+    ("src/main/java/org/openjdk/jmh/annotations/Benchmark.java", set()),  # the library's own
     ("tests/benchmarks/test_fields.py", {"test", "benchmark"}),
     # a benchmarking library's own code, under a source folder or deeper in a package
     ("packages/vitest/src/runtime/benchmark/index.ts", set()),

@@ -19,13 +19,15 @@ _TEST_FILE = re.compile(
 _TEST_DIR = re.compile(
     r"(?:^|/)(?:tests?|__tests__|__mocks__|specs?|testing|test_suite|testdata|fixtures|e2e)/")
 # Benchmark harnesses: a bench folder near the top (Rust's ``benches/`` beside a crate's
-# ``src/``, ``benchmarks/`` of asv or a monorepo's package, Node's top-level ``benchmark/``) and
-# tinybench's ``*.bench.ts``. Not under a source folder: vitest's
+# ``src/``, ``benchmarks/`` of asv or a monorepo's package, Node's top-level ``benchmark/``), a
+# .NET benchmark project (``Foo.Benchmarks/``), tinybench's ``*.bench.ts`` and JMH's or
+# BenchmarkDotNet's ``*Benchmark.java``/``.cs``. Not under a source folder: vitest's
 # ``packages/vitest/src/runtime/benchmark/`` and ``torch/utils/benchmark/`` are the products'
 # own code, and so is a folder deeper down.
 _BENCH_DIR = re.compile(r"^(?:(?!(?:src|lib|include)/)[^/]+/){0,2}(?:bench|benches|benchmarks)/"
-                        r"|^benchmark/")
-_BENCH_FILE = re.compile(r"(?:^|/)[^/]*\.bench\.[cm]?[jt]sx?$")
+                        r"|^benchmark/|(?:^|/)[^/]+\.Benchmarks?/")
+_BENCH_FILE = re.compile(r"(?:^|/)[^/]*\.bench\.[cm]?[jt]sx?$"
+                         r"|(?:^|/)[^/]+Benchmarks?\.(?:java|kt|scala|cs|swift)$")
 _DOC_FILE = re.compile(r"\.(?:md|markdown|mdx|rst|adoc|txt)$", re.IGNORECASE)
 _CHANGELOG = re.compile(r"(?:^|/)(?:CHANGELOG|CHANGES|HISTORY|NEWS|RELEASES?)[^/]*$",
                         re.IGNORECASE)
