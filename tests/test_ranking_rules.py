@@ -74,6 +74,7 @@ def test_full_text_query_gets_identifier_parts():
     ("examples of middleware", {"example"}),
     ("pydantic's internal schema generation", {"internal"}),
     ("the benchmark of the router", {"benchmark"}),
+    ("the e2e test of the login page", {"test"}),
     ("how does the workbench lay out panels", set()),  # a word that only holds "bench"
 ])
 def test_queries_that_ask_for_a_role(query, asks):
@@ -85,7 +86,6 @@ def test_queries_that_ask_for_a_role(query, asks):
     ("tests/test_client.py", {"test"}),
     ("pkg/router_test.go", {"test"}),
     ("src/app.spec.ts", {"test"}),
-    ("vscode-client/e2e/workbench.mjs", {"test"}),  # end-to-end tests (Playwright, Angular)
     ("docs/guide.md", {"docs"}),
     ("doc/md_docs.go", set()),  # code that generates docs is code
     ("CHANGELOG.rst", {"docs"}),
@@ -109,22 +109,38 @@ def test_queries_that_ask_for_a_role(query, asks):
     ("internal/server/server.go", set()),  # Go: where an application keeps all its code
     ("src/_app.tsx", set()),  # a leading underscore is Python's convention only
     ("bench/server_latency.py", {"benchmark"}),
-    ("axum/benches/benches.rs", {"benchmark"}),  # a crate's harness beside its src/
+    ("Benchmarks/Benchmarks/NIOCoreBenchmarks/Alloc.swift", {"benchmark"}),
+    ("axum/benches/benches.rs", {"benchmark"}),  # cargo's harness beside a crate's src/
     ("crates/core/benches/parse.rs", {"benchmark"}),
+    ("packages/router/bench/match.ts", {"benchmark"}),  # a monorepo package's
     ("benchmarks/bench_validators.py", {"benchmark"}),
     ("benchmark/http/simple.js", {"benchmark"}),  # Node's top-level harness
     ("src/utils/sort.bench.ts", {"benchmark"}),
-    ("src/jmh/java/com/x/ParserBenchmark.java", {"benchmark"}),  # JMH's convention
+    ("tests/sort_bench.ts", {"benchmark", "test"}),  # Deno's convention
+    ("router_bench_test.go", {"benchmark", "test"}),  # a Go file of benchmarks
+    ("benchmarks/src/jmh/java/com/x/ParserBenchmark.java", {"benchmark"}),  # JMH's
+    ("benchmarks/src/jmh/java/com/x/Inputs.java", set()),  # sources below: by name only
     ("src/Json.Benchmarks/SerializeBenchmarks.cs", {"benchmark"}),  # BenchmarkDotNet's
-    ("src/main/java/org/openjdk/jmh/annotations/Benchmark.java", set()),  # the library's own
+    ("src/Json.Benchmarks/Program.cs", {"benchmark"}),  # a .NET benchmark project
     ("tests/benchmarks/test_fields.py", {"test", "benchmark"}),
-    # a benchmarking library's own code, under a source folder or deeper in a package
+    # a benchmarking library's own code, or a bench folder where the convention is unclear
+    ("src/main/java/org/openjdk/jmh/annotations/Benchmark.java", set()),
     ("packages/vitest/src/runtime/benchmark/index.ts", set()),
-    ("torch/utils/benchmark/utils/timer.py", set()),
+    ("torch/utils/benchmark/utils/timer.py", set()),  # singular: only at the top
+    ("deepeval/benchmarks/mmlu/mmlu.py", set()),  # a package's own module
+    ("cli/tools/bench/mod.rs", set()),  # `deno bench` itself
+    ("benchmark/benchmark-common/src/main/java/androidx/benchmark/Profiler.kt", set()),
     ("include/benchmark/benchmark.h", set()),
     ("src/bench/mod.rs", set()),
+    ("lib/bench/run.js", set()),
+    ("include/bench/timer.h", set()),
     ("a/b/c/benches/x.rs", set()),
     ("workbench/layout.py", set()),
+    # end-to-end tests, not end-to-end encryption
+    ("vscode-client/e2e/workbench.mjs", {"test"}),
+    ("projects/shop/e2e/app.po.ts", {"test"}),  # Angular's
+    ("apps/meteor/app/e2e/rocketchat.e2e.ts", set()),
+    ("src/e2e/encryption.rs", set()),
 ])
 def test_path_roles(path, roles):
     assert path_roles(path) == roles
@@ -394,6 +410,19 @@ def test_a_benchmark_ranks_below_the_code_it_measures():
     assert ranked("the benchmark of searches waiting for indexing") == "bench/index_yield.py"
     assert ranked("how does a search wait for indexing to yield",
                   paths=("bench/**",)) == "bench/index_yield.py"
+
+
+def test_a_benchmark_among_the_tests_is_asked_for_whole():
+    """A harness kept among the tests (a Go ``*_bench_test.go``, ``tests/benchmarks/``) is
+    both a test and a benchmark; a query that asks for benchmarks lifts both priors."""
+    def ranked(query: str) -> str:
+        chunks = [_candidate("pkg/router_bench_test.go", 0.66), _candidate("pkg/router.go", 0.58)]
+        score_chunks(chunks, _context(query))
+        return [f.path for f in rank_files(chunks, WEIGHTS)][0]
+
+    assert ranked("matching a request against the routes") == "pkg/router.go"
+    assert ranked("the benchmark of matching a request against the routes") == (
+        "pkg/router_bench_test.go")
 
 
 def test_a_private_module_ranks_below_the_public_one():

@@ -23,7 +23,7 @@ _QUALIFIED = re.compile(r"::|\.|->|\\")
 # questions about code; "tests for the parser" or "the README" are not.
 ROLE_WORDS = {
     "test": ("tests", "testing", "testcase", "testcases", "unittest", "unittests", "pytest",
-             "spec", "specs", "fixture", "fixtures"),
+             "spec", "specs", "fixture", "fixtures", "e2e"),
     "benchmark": ("benchmark", "benchmarks", "benchmarking", "bench", "benches"),
     "docs": ("docs", "readme", "changelog", "guide", "tutorial", "documented"),
     "example": ("example", "examples", "sample", "samples", "demo", "demos"),

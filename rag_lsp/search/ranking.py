@@ -227,7 +227,7 @@ def _unlocked_roles(ctx: RankContext) -> set[str]:
     filters = ctx.filters
     unlocked = set(ctx.query.asks_for) | set(filters.wanted_roles)
     globs = " ".join(filters.paths).lower()
-    for role, words in (("test", ("test", "spec")), ("benchmark", ("bench",)),
+    for role, words in (("test", ("test", "spec", "e2e")), ("benchmark", ("bench",)),
                         ("docs", ("doc", ".md", "readme")),
                         ("example", ("example", "sample", "demo")),
                         ("legacy", ("legacy", "deprecated", "compat", "v1")),
@@ -248,6 +248,8 @@ def prior(candidate: Candidate, weights: RankingWeights, unlocked: set[str],
     roles = set(path_roles(candidate.path))
     if not entry_point and is_reexport_chunk(candidate.path, candidate.row.get("text", "")):
         roles.add("reexport")
+    if "benchmark" in roles & unlocked:  # a harness kept among the tests is asked for whole
+        roles.discard("test")
     factor = 1.0
     for role in roles - unlocked:
         factor *= weights.priors.get(role, 1.0)

@@ -17,17 +17,29 @@ _TEST_FILE = re.compile(
     r"|test_helpers?[^/]*\.\w+)$"
 )
 _TEST_DIR = re.compile(
-    r"(?:^|/)(?:tests?|__tests__|__mocks__|specs?|testing|test_suite|testdata|fixtures|e2e)/")
-# Benchmark harnesses: a bench folder near the top (Rust's ``benches/`` beside a crate's
-# ``src/``, ``benchmarks/`` of asv or a monorepo's package, Node's top-level ``benchmark/``), a
-# .NET benchmark project (``Foo.Benchmarks/``), tinybench's ``*.bench.ts`` and JMH's or
-# BenchmarkDotNet's ``*Benchmark.java``/``.cs``. Not under a source folder: vitest's
-# ``packages/vitest/src/runtime/benchmark/`` and ``torch/utils/benchmark/`` are the products'
-# own code, and so is a folder deeper down.
-_BENCH_DIR = re.compile(r"^(?:(?!(?:src|lib|include)/)[^/]+/){0,2}(?:bench|benches|benchmarks)/"
-                        r"|^benchmark/|(?:^|/)[^/]+\.Benchmarks?/")
-_BENCH_FILE = re.compile(r"(?:^|/)[^/]*\.bench\.[cm]?[jt]sx?$"
-                         r"|(?:^|/)[^/]+Benchmarks?\.(?:java|kt|scala|cs|swift)$")
+    r"(?:^|/)(?:tests?|__tests__|__mocks__|specs?|testing|test_suite|testdata|fixtures)/")
+# End-to-end tests: an ``e2e/`` folder near the top and not in a source folder (Rocket.Chat's
+# ``apps/meteor/app/e2e/`` is end-to-end encryption).
+_E2E_DIR = re.compile(r"^(?:(?!(?:src|lib|app)/)[^/]+/){0,2}e2e/")
+# Benchmark harnesses, read from the path where the convention is clear: a top-level bench
+# folder (Node's ``benchmark/``, asv's ``benchmarks/``, swift-package-benchmark's
+# ``Benchmarks/``), cargo's ``benches/`` beside a crate's ``src/``, a monorepo package's bench
+# folder, one inside a test folder, a .NET benchmark project (``Foo.Benchmarks/``). A bench
+# folder elsewhere is often the product's own code (``deepeval/benchmarks/``, Deno's
+# ``cli/tools/bench/``, vitest's ``packages/vitest/src/runtime/benchmark/``), and so is one
+# with sources below it (androidx's ``benchmark/benchmark-common/src/main/``).
+_BENCH_DIR = re.compile(
+    r"^(?:bench|benches|benchmarks?)/"
+    r"|^(?:(?!(?:src|lib|include)/)[^/]+/){1,2}benches/"
+    r"|^(?:packages|crates|libs|modules)/[^/]+/(?:bench|benches|benchmarks?)/"
+    r"|(?:^|/)tests?/(?:bench|benches|benchmarks?)/"
+    r"|(?:^|/)[^/]+\.Benchmarks?/", re.IGNORECASE)
+_SOURCES_BELOW = re.compile(r"/(?:src|main)/")
+# tinybench's ``*.bench.ts``, Deno's ``*_bench.ts``, Go benchmarks in a ``_test.go`` of their
+# own, JMH's and BenchmarkDotNet's ``*Benchmark.java``/``.cs`` (not JMH's own ``Benchmark.java``).
+_BENCH_FILE = re.compile(
+    r"(?:^|/)[^/]*[._]bench\.[cm]?[jt]sx?$|(?:^|/)[^/]*bench[^/]*_test\.go$"
+    r"|(?:^|/)[^/]+Benchmarks?\.(?:java|kt|scala|cs|swift)$")
 _DOC_FILE = re.compile(r"\.(?:md|markdown|mdx|rst|adoc|txt)$", re.IGNORECASE)
 _CHANGELOG = re.compile(r"(?:^|/)(?:CHANGELOG|CHANGES|HISTORY|NEWS|RELEASES?)[^/]*$",
                         re.IGNORECASE)
@@ -63,9 +75,9 @@ ROLES = ("test", "benchmark", "docs", "example", "legacy", "generated", "data", 
 def path_roles(path: str) -> frozenset[str]:
     """Roles of a workspace-relative POSIX path (several may apply, none for plain code)."""
     roles = set()
-    if _TEST_FILE.search(path) or _TEST_DIR.search(path):
+    if _TEST_FILE.search(path) or _TEST_DIR.search(path) or _E2E_DIR.search(path):
         roles.add("test")
-    if _BENCH_DIR.search(path) or _BENCH_FILE.search(path):
+    if _BENCH_FILE.search(path) or _in_bench_folder(path):
         roles.add("benchmark")
     if _DOC_FILE.search(path) or _CHANGELOG.search(path):
         roles.add("docs")
@@ -80,6 +92,11 @@ def path_roles(path: str) -> frozenset[str]:
     if _is_internal(path):
         roles.add("internal")
     return frozenset(roles)
+
+
+def _in_bench_folder(path: str) -> bool:
+    found = _BENCH_DIR.search(path)
+    return found is not None and not _SOURCES_BELOW.search(path, found.end() - 1)
 
 
 def _is_internal(path: str) -> bool:
