@@ -123,6 +123,7 @@ def test_queries_that_ask_for_a_role(query, asks):
     ("src/Json.Benchmarks/SerializeBenchmarks.cs", {"benchmark"}),  # BenchmarkDotNet's
     ("src/Json.Benchmarks/Program.cs", {"benchmark"}),  # a .NET benchmark project
     ("tests/benchmarks/test_fields.py", {"test", "benchmark"}),
+    ("bench/README.md", {"docs"}),  # what a harness measures is documentation
     # a benchmarking library's own code, or a bench folder where the convention is unclear
     ("src/main/java/org/openjdk/jmh/annotations/Benchmark.java", set()),
     ("packages/vitest/src/runtime/benchmark/index.ts", set()),

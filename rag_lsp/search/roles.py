@@ -77,10 +77,10 @@ def path_roles(path: str) -> frozenset[str]:
     roles = set()
     if _TEST_FILE.search(path) or _TEST_DIR.search(path) or _E2E_DIR.search(path):
         roles.add("test")
-    if _BENCH_FILE.search(path) or _in_bench_folder(path):
-        roles.add("benchmark")
     if _DOC_FILE.search(path) or _CHANGELOG.search(path):
         roles.add("docs")
+    elif _BENCH_FILE.search(path) or _in_bench_folder(path):  # a harness's docs are docs
+        roles.add("benchmark")
     if _EXAMPLE_DIR.search(path):
         roles.add("example")
     if _LEGACY_DIR.search(path):
