@@ -95,6 +95,8 @@ def path_roles(path: str) -> frozenset[str]:
 
 
 def _in_bench_folder(path: str) -> bool:
+    """Whether ``path`` is in a bench folder of the kinds above, with no ``src/`` or ``main/``
+    below it (the search starts at the bench folder's own slash)."""
     found = _BENCH_DIR.search(path)
     return found is not None and not _SOURCES_BELOW.search(path, found.end() - 1)
 
