@@ -400,30 +400,28 @@ def test_a_test_file_ranks_below_its_implementation():
     assert [f.path for f in rank_files(chunks, WEIGHTS)][0] == "tests/test_client.py"
 
 
-def test_a_benchmark_ranks_below_the_code_it_measures():
-    def ranked(query: str, **filters) -> str:
-        chunks = [_candidate("bench/index_yield.py", 0.66), _candidate("rag_lsp/indexer.py", 0.58)]
-        score_chunks(chunks, _context(query, filters=SearchFilters(**filters)))
-        return [f.path for f in rank_files(chunks, WEIGHTS)][0]
+def _first_of(harness: str, code: str, query: str, **filters) -> str:
+    """The file ranked first of a harness closer to ``query`` and the code it measures."""
+    chunks = [_candidate(harness, 0.66), _candidate(code, 0.58)]
+    score_chunks(chunks, _context(query, filters=SearchFilters(**filters)))
+    return [f.path for f in rank_files(chunks, WEIGHTS)][0]
 
-    assert ranked("how does a search wait for indexing to yield") == "rag_lsp/indexer.py"
+
+def test_a_benchmark_ranks_below_the_code_it_measures():
+    pair = ("bench/index_yield.py", "rag_lsp/indexer.py")
+    assert _first_of(*pair, "how does a search wait for indexing to yield") == pair[1]
     # asked for in words, or by a path filter: no prior
-    assert ranked("the benchmark of searches waiting for indexing") == "bench/index_yield.py"
-    assert ranked("how does a search wait for indexing to yield",
-                  paths=("bench/**",)) == "bench/index_yield.py"
+    assert _first_of(*pair, "the benchmark of searches waiting for indexing") == pair[0]
+    assert _first_of(*pair, "how does a search wait for indexing to yield",
+                     paths=("bench/**",)) == pair[0]
 
 
 def test_a_benchmark_among_the_tests_is_asked_for_whole():
     """A harness kept among the tests (a Go ``*_bench_test.go``, ``tests/benchmarks/``) is
     both a test and a benchmark; a query that asks for benchmarks lifts both priors."""
-    def ranked(query: str) -> str:
-        chunks = [_candidate("pkg/router_bench_test.go", 0.66), _candidate("pkg/router.go", 0.58)]
-        score_chunks(chunks, _context(query))
-        return [f.path for f in rank_files(chunks, WEIGHTS)][0]
-
-    assert ranked("matching a request against the routes") == "pkg/router.go"
-    assert ranked("the benchmark of matching a request against the routes") == (
-        "pkg/router_bench_test.go")
+    pair = ("pkg/router_bench_test.go", "pkg/router.go")
+    assert _first_of(*pair, "matching a request against the routes") == pair[1]
+    assert _first_of(*pair, "the benchmark of matching a request against the routes") == pair[0]
 
 
 def test_a_private_module_ranks_below_the_public_one():
