@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
+import math
 import os
 import re
 from collections.abc import Mapping
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from rag_lsp.errors import ConfigError
+from rag_lsp.globs import GLOB_HINT, pattern_problem
 from rag_lsp.schema_messages import TYPE_WORDS, describe_rule, show_value
 
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "schemas" / "config.schema.json"
@@ -177,6 +179,12 @@ def _check(raw: Mapping[str, Any], source_of: Mapping[str, str], source: str) ->
             message += f" (default {show_value(props[key]['default'])})"
         problems.append(message)
     good = {k: v for k, v in known.items() if k not in bad}
+    for key, value in list(good.items()):
+        if _has_nan(value):  # every comparison with NaN is false: the schema's ranges pass it
+            problems.append(f"{_where([key])} = NaN in {source_of.get(key, source)}: "
+                            "not a number; give a number")
+            del good[key]
+    problems.extend(_bad_globs(good, source_of.get("exclude", source)))
     # Cross-field rule the schema cannot say: overlap must leave room for new text.
     chunk = good.get("chunkTokens", props["chunkTokens"]["default"])
     overlap = good.get("chunkOverlapTokens", props["chunkOverlapTokens"]["default"])
@@ -189,6 +197,34 @@ def _check(raw: Mapping[str, Any], source_of: Mapping[str, str], source: str) ->
         )
         good["chunkOverlapTokens"] = fallback
     return good, problems
+
+
+def _has_nan(value: Any) -> bool:
+    if isinstance(value, float):
+        return math.isnan(value)
+    if isinstance(value, (list, tuple)):
+        return any(_has_nan(v) for v in value)
+    if isinstance(value, Mapping):
+        return any(_has_nan(v) for v in value.values())
+    return False
+
+
+def _bad_globs(good: dict[str, Any], source: str) -> list[str]:
+    """Drop ``exclude`` patterns that cannot be compiled (they would stop every scan), one
+    message each; the readable ones stay."""
+    patterns = good.get("exclude")
+    if not patterns:
+        return []
+    problems, kept = [], []
+    for i, pattern in enumerate(patterns):
+        problem = pattern_problem(pattern)
+        if problem:
+            problems.append(f"{_where(['exclude', i])} = {show_value(pattern)} in {source}: not a "
+                            f"gitignore-style pattern ({problem}). {GLOB_HINT}")
+        else:
+            kept.append(pattern)
+    good["exclude"] = kept
+    return problems
 
 
 def validate_settings(

@@ -116,6 +116,23 @@ def test_lenient_mode_falls_back_per_setting():
     assert settings.search_mode == "lexical"  # good values are kept
 
 
+def test_an_exclude_pattern_that_cannot_be_read_is_named_and_dropped():
+    settings, problems = validate_settings({"exclude": ["docs/", "src/[z-a]*", "\\"]},
+                                           source=".rag-lsp.json")
+    assert settings.exclude == ("docs/",)
+    assert len(problems) == 2
+    assert problems[0].startswith("`exclude`[1] = 'src/[z-a]*' in .rag-lsp.json: not a "
+                                  "gitignore-style pattern (bad character range z-a")
+    assert problems[1].startswith("`exclude`[2] = ")
+
+
+def test_nan_is_not_a_number_a_range_accepts():
+    settings, problems = validate_settings({"threshold": float("nan"), "topK": 5},
+                                           source="--threshold")
+    assert problems == ["`threshold` = NaN in --threshold: not a number; give a number"]
+    assert settings.threshold == Settings().threshold and settings.top_k == 5
+
+
 def test_non_object_settings():
     settings, problems = validate_settings([1, 2], source="editor")
     assert settings == Settings()

@@ -66,6 +66,21 @@ def test_nested_gitignore_with_negation_and_anchors(tmp_path):
     assert len(scanned(tmp_path, Settings(use_gitignore=False))) == 12
 
 
+def test_a_gitignore_line_git_cannot_read_is_skipped_with_a_warning(tmp_path, caplog):
+    # git takes these in its stride (it skips the line); pathspec raised on them, and a
+    # repository holding one could never be indexed.
+    make(tmp_path, {
+        ".gitignore": "build/\n[z-a]\n\\\n*.log.py\n",
+        "sub/.gitignore": "!\nlocal.py\n",
+        "build/x.py": "", "a.log.py": "", "sub/local.py": "", "main.py": "", "sub/ok.py": "",
+    })
+    assert scanned(tmp_path) == ["main.py", "sub/ok.py"]  # the other lines still apply
+    assert_filter_agrees(tmp_path, Settings())
+    skipped = [r.getMessage() for r in caplog.records if "skipped" in r.getMessage()]
+    assert any(".gitignore:2: skipped '[z-a]'" in m for m in skipped)
+    assert any("sub/.gitignore:1: skipped '!'" in m for m in skipped)
+
+
 def test_git_info_exclude_and_excluded_dir_cannot_be_reincluded(tmp_path):
     make(tmp_path, {
         ".git/info/exclude": "secret.py\n",

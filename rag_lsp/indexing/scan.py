@@ -18,6 +18,7 @@ from pathlib import Path
 import pathspec
 
 from rag_lsp.config import Settings
+from rag_lsp.globs import lenient_globs
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +109,7 @@ class WorkspaceFilter:
         self._use_gitignore = settings.use_gitignore
         self._gitignores: dict[str, pathspec.GitIgnoreSpec | None] = {}
         self._dir_cache: dict[str, bool] = {}
-        self._config = pathspec.GitIgnoreSpec.from_lines(settings.exclude)
+        self._config = lenient_globs(list(settings.exclude), "the `exclude` setting")
         self._info_exclude = self._read_spec(git_info_exclude(self.root))
         index = Path(index_dir) if index_dir is not None else settings.index_dir(self.root)
         self._index_rel = self.relative(index)
@@ -221,7 +222,7 @@ class WorkspaceFilter:
         except OSError as exc:
             log.warning("cannot read %s: %s", path, exc)
             return None
-        return pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
+        return lenient_globs(lines, path) if lines else None
 
 
 def git_info_exclude(root: Path) -> Path:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pathspec
 
+from rag_lsp.globs import compile_globs
 from rag_lsp.search.calibration import Background, BackgroundCache
 from rag_lsp.search.evidence import TermCoverage
 from rag_lsp.search.query import QueryAnalysis, analyze
@@ -74,7 +75,7 @@ class SearchIndex:
 
 
 def _glob_spec(globs: tuple[str, ...]) -> pathspec.GitIgnoreSpec:
-    return pathspec.GitIgnoreSpec.from_lines(globs)
+    return compile_globs(globs, "the path filter")
 
 
 def filter_clause(store: ChunkStore, filters: SearchFilters) -> str | None:
