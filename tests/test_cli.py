@@ -143,6 +143,24 @@ def test_unknown_kind_is_rejected_with_the_choices(repo):
     assert proc.returncode == 2 and "invalid choice: 'func'" in proc.stderr
 
 
+def test_a_path_filter_that_cannot_be_read_is_named(cli, repo):
+    proc = cli("search", "redirects", "--root", str(repo), "--path", "src/[z-a]*", "--json")
+    assert proc.returncode == 1
+    assert json.loads(proc.stdout)["error"].startswith(
+        "the path filter `src/[z-a]*` is not a valid gitignore-style glob")
+    assert "Traceback" not in proc.stderr
+
+
+def test_messages_print_the_users_text_as_typed(cli, repo):
+    # Square brackets and colons are a Next.js route and an emoji code to rich's markup.
+    proc = cli("context", "--root", str(repo), "--mode", "debugger",
+               "--file", str(repo / "app/[id]/page:smile:.tsx"))
+    assert proc.returncode == 1
+    assert "app/[id]/page:smile:.tsx" in proc.stderr and "Traceback" not in proc.stderr
+    proc = cli("kb", "delete", "--root", str(repo), "--mode", "debugger", "[/]")
+    assert proc.returncode == 1 and "[/]" in proc.stderr and "Traceback" not in proc.stderr
+
+
 def test_missing_root_is_a_clear_error(tmp_path):
     proc = rag_process("index", str(tmp_path / "absent"))
     assert proc.returncode == 1 and "not a directory" in proc.stderr

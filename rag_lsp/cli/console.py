@@ -21,8 +21,24 @@ def stderr_console() -> Console:
     `rag-lsp serve` (and so its answer to `initialize`) need not pay."""
     from rich.console import Console
 
-    # soft_wrap: never break an error message mid-line (users grep and paste them).
-    return Console(stderr=True, highlight=False, soft_wrap=True)
+    # soft_wrap: never break an error message mid-line (users grep and paste them). No markup
+    # or emoji codes: messages quote the user's own text (`app/[id]/page.tsx`, `:smile:`),
+    # which must print as typed; styles go through print_styled.
+    return Console(stderr=True, highlight=False, soft_wrap=True, markup=False, emoji=False)
+
+
+def print_styled(label: str, style: str, message: str = "") -> None:
+    """``label`` in ``style``, then ``message`` as plain text, on stderr."""
+    from rich.text import Text
+
+    text = Text(label, style=style)
+    if message:
+        text.append(" " + message)
+    stderr_console().print(text)
+
+
+def print_dim(message: str) -> None:
+    stderr_console().print(message, style="dim")
 
 
 class _StderrConsole:
@@ -126,4 +142,4 @@ class IndexProgressBar:
         text = f"rag-lsp: {_PHASE_NAMES.get(event.phase, event.phase)}{share}"
         if detail:
             text += f": {detail}"
-        err.print(f"{text} ({elapsed // 60}:{elapsed % 60:02d})", markup=False)
+        err.print(f"{text} ({elapsed // 60}:{elapsed % 60:02d})")

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from rag_lsp import __version__
 from rag_lsp.chunking.types import KINDS
-from rag_lsp.cli.console import IndexProgressBar, delayed_spinner, err
+from rag_lsp.cli.console import IndexProgressBar, delayed_spinner, err, print_dim, print_styled
 from rag_lsp.config import Settings, load_settings
 from rag_lsp.errors import RagLspError
 from rag_lsp.indexing.progress import IndexReport
@@ -201,7 +201,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         return run_batch(ws, Path(args.batch), filters)
     response = ws.search(args.query, filters=filters)
     for warning in response.warnings:
-        err.print(f"[yellow]warning:[/yellow] {warning}")
+        print_styled("warning:", "yellow", warning)
     if args.json:
         _print_json(response.to_dict())
         return EXIT_OK
@@ -215,8 +215,7 @@ def cmd_search(args: argparse.Namespace) -> int:
             others += f", +{len(hit.ranges) - 4} more"
         print(f"{hit.score:.3f}  {hit.path}:{hit.start_line}-{hit.end_line}  [{hit.kind}]{label}"
               + (f"  (also {others})" if others else ""))
-    err.print(f"[dim]{len(response.results)} results in {response.took_ms:.0f} ms "
-              f"({response.mode})[/dim]")
+    print_dim(f"{len(response.results)} results in {response.took_ms:.0f} ms ({response.mode})")
     return EXIT_OK
 
 
@@ -334,7 +333,7 @@ def main(argv: list[str] | None = None) -> int:
     except RagLspError as exc:
         if getattr(args, "json", False):
             _print_json({"error": str(exc)})
-        err.print(f"[bold red]error:[/bold red] {exc}", markup=True, highlight=False)
+        print_styled("error:", "bold red", str(exc))
         return EXIT_ERROR
     except KeyboardInterrupt:
         err.print("interrupted")

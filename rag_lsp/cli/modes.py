@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rag_lsp.cli.console import err
+from rag_lsp.cli.console import print_dim
 from rag_lsp.context.modes import BUILTIN_MODES, unknown_mode_message
 from rag_lsp.errors import RagLspError
 from rag_lsp.knowledge.entries import AnchorSpec, KnowledgeEntry, parse_time
@@ -118,8 +118,8 @@ def cmd_context(args: argparse.Namespace, ws: Workspace, print_json) -> int:
         return EXIT_OK
     if result.context:
         print(result.context)
-    err.print(f"[dim]{len(result.items)} items, {result.total_tokens}/{result.budget} tokens, "
-              f"{len(result.dropped)} dropped; query {result.query[:60]!r}[/dim]")
+    print_dim(f"{len(result.items)} items, {result.total_tokens}/{result.budget} tokens, "
+              f"{len(result.dropped)} dropped; query {result.query[:60]!r}")
     return EXIT_OK
 
 
@@ -182,5 +182,5 @@ def _show(entries: list[KnowledgeEntry], args, print_json, *, single: bool = Fal
         title = entry.title or entry.content.split("\n", 1)[0][:70]
         print(f"{score}{entry.created_at}  {entry.id}  {title}{stale}")
     if total is not None:
-        err.print(f"[dim]{len(entries)} of {total} entries[/dim]")
+        print_dim(f"{len(entries)} of {total} entries")
     return EXIT_OK
