@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from rag_lsp.context.builder import ContextRequest, ManualRef, Source, build_context
 from rag_lsp.context.packing import SAFETY_MARGIN, ContextItem, Packer, render
 from rag_lsp.context.query import derive_query
-from tests.conftest import SAMPLE_FILES, indexed_sample
+from tests.conftest import SAMPLE_FILES, indexed_sample, make_sample_root
 
 SNIPPETS = [textwrap.dedent(body).strip() for body in SAMPLE_FILES.values()] + [
     "x = 1", "```\nnested fence\n```", "ünïcödé ✓ 日本語", "a" * 3000,
@@ -82,3 +82,43 @@ def test_a_query_is_derived_from_a_selection():
     query = derive_query(text, (14, 16), "debugger")
     assert query.startswith("def follow_redirects")
     assert "raise TooManyRedirects" in query
+
+
+def test_a_cursor_on_the_line_after_the_final_newline_derives_a_query():
+    # An editor numbers that empty line (a cursor at the end of the file sits on it).
+    text = "def retry(job):\n    raise ValueError(job)\n"
+    assert derive_query(text, (3, 3), "debugger").startswith("def retry(job):")
+
+
+def _long_definition_workspace(root, embedder):
+    from rag_lsp.config import Settings
+    from rag_lsp.workspace import Workspace
+
+    root = make_sample_root(root)
+    body = "\n".join(f"    hops_{i} = follow_location_header(response, {i})" for i in range(40))
+    (root / "src/http.py").write_text(
+        f"def follow_redirects(response):\n{body}\n    return response\n")
+    ws = Workspace.open(root, Settings.from_dict({"chunkTokens": 64, "chunkOverlapTokens": 8}),
+                        embedder=embedder)
+    ws.index()
+    return ws
+
+
+def test_context_reads_a_whole_definition_only_inside_the_workspace(tmp_path, embedder,
+                                                                    token_counter):
+    ws = _long_definition_workspace(tmp_path / "ws", embedder)
+    request = ContextRequest(mode="debugger", token_budget=4000, query="follow redirects")
+    whole = build_context([Source(ws)], request, token_counter)
+    assert "return response" in whole.context  # a piece was widened to its definition
+
+    outside = tmp_path / "outside.py"
+    outside.write_text("\n".join(f"SECRET_{i} = 'hunter2'" for i in range(60)) + "\n")
+    (ws.root / "src/http.py").rename(ws.root / "src/http.bak")
+    (ws.root / "src/http.py").symlink_to(outside)  # swapped in after indexing
+    swapped = build_context([Source(ws)], request, token_counter)
+    assert "hunter2" not in swapped.context
+    assert "follow_location_header" in swapped.context  # the indexed piece still serves
+
+    (ws.root / "src/http.py").unlink()  # deleted, not yet re-indexed: the piece, no error
+    gone = build_context([Source(ws)], request, token_counter)
+    assert "follow_location_header" in gone.context

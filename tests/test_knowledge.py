@@ -351,7 +351,28 @@ def test_bad_anchors_are_refused_with_the_line_count(kb):
         kb.add("debugger", "note", anchors=[AnchorSpec("src/retry.py", 5, 4)])
     with pytest.raises(RagLspError, match=r"\.\."):
         kb.add("debugger", "note", anchors=[AnchorSpec("../outside.py", 1, 1)])
+    with pytest.raises(RagLspError, match="NUL"):
+        kb.add("debugger", "note", anchors=[AnchorSpec("src/re\0try.py", 1, 1)])
     assert kb.list("debugger") == ([], 0)
+
+
+def test_an_anchor_never_reads_a_file_outside_through_a_link(kb, root, tmp_path):
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "secret.py").write_text("TOKEN = 'hunter2'\nOTHER = 1\n")
+    (root / "src/linked.py").symlink_to(outside / "secret.py")
+    (root / "src/linkdir").symlink_to(outside, target_is_directory=True)
+    for path in ("src/linked.py", "src/linkdir/secret.py", str(root / "src/linkdir/secret.py")):
+        with pytest.raises(RagLspError, match="leads outside the workspace") as refused:
+            kb.add("security", "note", anchors=[AnchorSpec(path, 1, 9)])
+        assert "2 lines" not in str(refused.value)  # says nothing of the file out there
+    assert kb.list("security") == ([], 0)
+    # A file anchored while inside, later swapped for a link out: gone, not read there.
+    entry = kb.add("security", "helper note", anchors=[AnchorSpec("src/pkg/util.py", 1, 2)])
+    (root / "src/pkg/util.py").unlink()
+    (root / "src/pkg/util.py").symlink_to(outside / "secret.py")
+    [now] = kb.check_anchors([entry])
+    assert now.stale_reason == "src/pkg/util.py no longer exists"
 
 
 # ---- time parsing -----------------------------------------------------------------------

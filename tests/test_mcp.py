@@ -106,9 +106,17 @@ async def test_bad_arguments_are_tool_errors_that_say_how_to_fix(sample_root):
                         "anchors": [{"path": "../outside.py", "start_line": 1}]},
              "$.anchors[0].path"),
             ("get_context", {"query": "x", "token_budget": 5}, "$.token_budget = 5"),
+            ("kb_add", {"mode": "debugger", "content": "x",
+                        "anchors": [{"path": "src/ht\0tp.py"}]}, "holds a NUL character"),
+            ("search_code", {"query": "x", "paths": ["src/[z-a]*"]},
+             "the path filter `src/[z-a]*` is not a valid gitignore-style glob"),
         ]:
             text, error = await call(session, tool, arguments)
             assert error and says in text, (tool, arguments, text)
+        text, error = await call(session, "kb_add", {
+            "mode": "debugger", "content": "x",
+            "anchors": [{"path": "src/auth/passwords.py", "end_line": 2}]})
+        assert not error and "src/auth/passwords.py:1-2" in text, text
         result = await session.call_tool("no_such_tool", {})
         assert result.is_error and "search_code" in result.content[0].text
         text, error = await call(session, "search_code", {"query": "hash a password"})

@@ -179,6 +179,8 @@ class WorkspaceTools:
             raise BadInputError(f"$.anchors[{position}].path: {exc}") from exc
         start = raw.get("start_line")
         end = raw.get("end_line")
+        if start is None and end is not None:  # up to end_line
+            start = 1
         if start is None:  # the whole file
             target = (root / rel).resolve()
             if not target.is_relative_to(root.resolve()) or not target.is_file():

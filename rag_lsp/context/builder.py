@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from rag_lsp.chunking import chunk_document
 from rag_lsp.chunking.languages import language_for
 from rag_lsp.chunking.types import ChunkOptions, TokenCounter
+from rag_lsp.confined import read_inside
 from rag_lsp.context.modes import profile_for, rerank
 from rag_lsp.context.packing import ContextItem, Dropped, Packer
 from rag_lsp.context.query import derive_query
@@ -85,6 +86,11 @@ def _read_lines(path: Path, what: str) -> list[str]:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
         raise BadContextRequest(f"{what}: cannot read {path}: {exc.strerror or exc}") from exc
+    return split_lines(text)
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines as an editor numbers them (the empty line after a final newline counts)."""
     return text.replace("\r\n", "\n").split("\n")
 
 
@@ -220,7 +226,10 @@ def _code_items(sources: Sequence[Source], mode: str, query: str,
         if hit.kind in DEFINITION_KINDS:  # a piece of a big definition: take all of it
             span = source.workspace.definition_span(hit.path, hit.symbol)
             if span and span != (start, end):
-                lines = _read_lines(source.workspace.root / hit.path, "codebase")
+                try:
+                    lines = split_lines(read_inside(source.workspace.root, hit.path))
+                except OSError:  # gone, or now a link out of the workspace: the piece alone
+                    lines = []
                 if span[1] <= len(lines):
                     start, end = span
                     text = "\n".join(lines[start - 1:end])

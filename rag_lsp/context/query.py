@@ -33,7 +33,10 @@ def derive_query(text: str, selection: tuple[int, int] | None, mode: str) -> str
     if not lines:
         return ""
     start, end = selection or (1, len(lines))
-    start, end = max(1, start), min(len(lines), max(start, end))
+    # An editor counts the empty line after a final newline (a cursor at the end of the file
+    # sits on it); splitlines does not.
+    start = min(max(1, start), len(lines))
+    end = min(len(lines), max(start, end))
     focus = lines[start - 1:end]
     parts: list[str] = []
     signature = next((lines[i].strip() for i in range(start - 1, -1, -1)

@@ -11,13 +11,14 @@ import hashlib
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
+from rag_lsp.confined import read_inside, real_path_inside
 from rag_lsp.errors import BadInputError
 from rag_lsp.knowledge.entries import Anchor, AnchorSpec
 
 
-def read_lines(path: Path) -> list[str]:
-    text = path.read_bytes().decode("utf-8", errors="replace").replace("\r\n", "\n")
-    lines = text.split("\n")
+def read_lines(root: Path, rel: str) -> list[str]:
+    """The lines of ``root / rel``, a file inside the workspace (:func:`read_inside`)."""
+    lines = read_inside(root, rel).replace("\r\n", "\n").split("\n")
     if lines[-1] == "":
         lines.pop()
     return lines
@@ -35,6 +36,8 @@ def relative_path(root: Path, path: str) -> str:
     """``path`` as a POSIX path relative to ``root``; absolute paths must lie inside it."""
     if not path or not path.strip():
         raise BadInputError("an anchor needs a file path relative to the workspace root")
+    if "\0" in path:
+        raise BadInputError(f"anchor path {path!r} holds a NUL character; no file name can")
     candidate = Path(path)
     if candidate.is_absolute():
         for base, target in ((root, candidate), (root.resolve(), candidate.resolve())):
@@ -61,11 +64,13 @@ def make_anchor(root: Path, spec: AnchorSpec) -> Anchor:
         raise BadInputError(
             f"anchor {label}: lines are 1-based and the end must not come before the start"
         )
-    file = root / rel
-    if not file.is_file():
+    if real_path_inside(root, rel) is None:
+        raise BadInputError(f"anchor {label}: {rel} leads outside the workspace {root} (a "
+                            "link); anchor the file inside it that the link points to, if any")
+    if not (root / rel).is_file():
         raise BadInputError(f"anchor {label}: {rel} does not exist in the workspace {root}")
     try:
-        lines = read_lines(file)
+        lines = read_lines(root, rel)
     except OSError as exc:
         raise BadInputError(f"anchor {label}: cannot read {rel} ({exc})") from exc
     if spec.end_line > len(lines):
@@ -97,9 +102,8 @@ class FileCache:
 
     def get(self, rel: str) -> _File | None:
         if rel not in self._files:
-            path = self.root / rel
-            try:
-                self._files[rel] = _File(read_lines(path)) if path.is_file() else None
+            try:  # a file now outside (a link swapped in) no longer exists for the anchor
+                self._files[rel] = _File(read_lines(self.root, rel))
             except OSError:
                 self._files[rel] = None
         return self._files[rel]
