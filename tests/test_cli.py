@@ -161,6 +161,18 @@ def test_messages_print_the_users_text_as_typed(cli, repo):
     assert proc.returncode == 1 and "[/]" in proc.stderr and "Traceback" not in proc.stderr
 
 
+def test_an_index_folder_that_cannot_be_created_is_named_with_the_fix(cli, repo, tmp_path):
+    # As a read-only checkout does for a user (a test run as root cannot be refused by mode).
+    (tmp_path / "a-file").write_text("")
+    unwritable = str(tmp_path / "a-file" / "index")
+    for command in (["index", str(repo)], ["kb", "add", "--mode", "debugger", "--root",
+                                           str(repo), "a note"]):
+        proc = cli(*command, "--index-path", unwritable)
+        assert proc.returncode == 1 and "Traceback" not in proc.stderr
+        assert f"cannot create the index folder {unwritable}: Not a directory" in proc.stderr
+        assert "--index-path" in proc.stderr and "damaged" not in proc.stderr
+
+
 def test_missing_root_is_a_clear_error(tmp_path):
     proc = rag_process("index", str(tmp_path / "absent"))
     assert proc.returncode == 1 and "not a directory" in proc.stderr

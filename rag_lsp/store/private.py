@@ -22,7 +22,13 @@ def private_dir(path: Path) -> Path:
         raise RagLspError(
             f"the index folder {path} exists but is not a folder. Move that file aside, or set "
             "`indexPath` (or pass --index-path) to put the index somewhere else.")
-    path.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR)
+    try:
+        path.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR)
+    except OSError as exc:  # a read-only checkout or mount, a path under /proc…
+        raise RagLspError(
+            f"cannot create the index folder {path}: {exc.strerror or exc}. Make its parent "
+            "writable, or set `indexPath` (or pass --index-path) to put the index somewhere "
+            "you can write.") from exc
     try:
         if path.stat().st_uid == os.getuid() and path.stat().st_mode & 0o077:
             path.chmod(PRIVATE_DIR)
