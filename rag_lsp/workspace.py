@@ -45,6 +45,7 @@ from rag_lsp.knowledge import KnowledgeBase
 from rag_lsp.memory import after_work
 from rag_lsp.priority import SearchFirst
 from rag_lsp.search.calibration import BackgroundCache
+from rag_lsp.search.filter_check import normalised, nothing_matches
 from rag_lsp.search.pipeline import SearchIndex, search_chunks, search_files
 from rag_lsp.search.ranking import RankingWeights
 from rag_lsp.search.results import (
@@ -511,6 +512,7 @@ class Workspace:
         if top_k is not None and top_k < 1:
             raise BadInputError(f"top_k must be at least 1 (got {top_k})")
         mode, warnings = self._search_mode(query, mode)
+        filters = normalised(filters or SearchFilters(), self.root)
         attempts: list[SearchTimings] = []  # a read may run again on a new build
 
         def read(store: ChunkStore) -> list[SearchResult]:
@@ -521,13 +523,16 @@ class Workspace:
                 mode=mode,
                 top_k=self.settings.top_k if top_k is None else top_k,
                 threshold=self.settings.threshold if threshold is None else threshold,
-                filters=filters or SearchFilters(),
+                filters=filters,
                 answer_threshold=self.settings.answer_threshold,
                 timings=attempts[-1],
             )
 
         with self.priority.searching():
             results = self._read(read)
+        if not results and (filters.paths or filters.languages):
+            unmatched = nothing_matches(filters, self._read(lambda s: list(s.file_records())))
+            warnings += [unmatched] if unmatched else []
         took_ms = (time.perf_counter() - started) * 1000
         return SearchResponse(query, mode, took_ms, results, warnings, attempts[-1])
 
@@ -543,6 +548,7 @@ class Workspace:
         """Chunks (not files) relevant to ``query``, best first: the raw material for packing
         context. Same modes, threshold and filters as :meth:`search`."""
         mode, _warnings = self._search_mode(query, mode)
+        filters = normalised(filters or SearchFilters(), self.root)
         with self.priority.searching():
             return self._read(lambda store: search_chunks(
                 self._search_index(store),
@@ -550,7 +556,7 @@ class Workspace:
                 mode=mode,
                 limit=limit,
                 threshold=self.settings.threshold if threshold is None else threshold,
-                filters=filters or SearchFilters(),
+                filters=filters,
                 answer_threshold=self.settings.answer_threshold,
             ))
 

@@ -128,7 +128,39 @@ def test_filters_restrict_results(workspace, filters, allowed):
 
 def test_filter_matching_nothing_returns_nothing(workspace):
     filters = SearchFilters(paths=("nothing/here/**",))
-    assert workspace.search("password", threshold=0.0, filters=filters).results == []
+    response = workspace.search("password", threshold=0.0, filters=filters)
+    assert response.results == []
+    assert response.warnings == [  # not left to look like the threshold's doing
+        "no indexed file matches the filters (paths nothing/here/**): path filters are "
+        "gitignore-style globs relative to the workspace root, e.g. `src/**`"]
+
+
+@pytest.mark.parametrize("typed", [
+    SearchFilters(paths=("./src/auth/**",)),
+    SearchFilters(paths=("{root}/src/auth/**",)),
+    SearchFilters(paths=("/src/auth/**",)),  # anchored to the root, as in a .gitignore
+    SearchFilters(paths=("src/auth/**",), languages=("Python",)),
+])
+def test_filters_as_users_type_them(workspace, typed):
+    paths = tuple(p.format(root=workspace.root) for p in typed.paths)
+    filters = SearchFilters(paths=paths, languages=typed.languages)
+    response = workspace.search("hash a password", filters=filters)
+    assert [r.path for r in response.results] == ["src/auth/passwords.py"]
+    assert not response.warnings
+
+
+@pytest.mark.parametrize(("filters", "says"), [
+    (SearchFilters(languages=("cobol",)), "unknown language 'cobol' in the language filter; "
+                                          "known: c, cpp, "),
+    (SearchFilters(paths=("",)), "an empty path filter matches no file"),
+    (SearchFilters(paths=("src/[z-a]*",)), "the path filter `src/[z-a]*` is not a valid"),
+])
+def test_filters_that_cannot_match_are_refused(workspace, filters, says):
+    for search in (workspace.search, lambda q, filters: workspace.find_chunks(
+            q, limit=5, filters=filters)):
+        with pytest.raises(RagLspError) as refused:
+            search("password", filters=filters)
+        assert says in str(refused.value)
 
 
 def test_top_k_must_be_positive(workspace):
