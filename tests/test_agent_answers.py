@@ -3,7 +3,11 @@ drops snippets before files and says what it left out."""
 
 from __future__ import annotations
 
-from rag_lsp.agents.answers import estimate_tokens, search_answer
+from pathlib import Path
+
+from rag_lsp.agents.answers import context_answer, estimate_tokens, search_answer
+from rag_lsp.context.builder import ContextResult
+from rag_lsp.context.packing import ContextItem, Dropped
 from rag_lsp.search.results import LineRange, SearchResponse, SearchResult
 
 
@@ -56,3 +60,30 @@ def test_no_results_say_so_and_long_lines_are_cut():
     text = search_answer(SearchResponse("q", "hybrid", 1.0, [wide]), max_tokens=2000,
                          snippet_lines=8)
     assert len(max(text.split("\n"), key=len)) < 200
+
+
+def _item(tokens: int, where: str) -> ContextItem:
+    path, lines = where.split(":L")
+    start, end = (int(n) for n in lines.split("-L"))
+    item = ContextItem("codebase", "f", "def f(): ...", path, Path("/ws"), start, end, "python")
+    item.tokens = tokens
+    return item
+
+
+def test_context_that_did_not_fit_says_what_budget_would():
+    # Found but too big is not "nothing relevant": the agent is told the budget to ask for.
+    dropped = [Dropped(_item(640, "src/a.py:L1-L80"), "budget"),
+               Dropped(_item(180, "src/b.py:L3-L20"), "budget"),
+               Dropped(_item(90, "src/c.py:L1-L9"), "duplicate")]
+    text = context_answer(ContextResult("", [], dropped, 0, 150, "q"), "debugger", "q")
+    assert text == ("Nothing fits token_budget 150: 2 relevant item(s) were found, the "
+                    "smallest 180 tokens; ask again with token_budget 200 or more.")
+    nothing = context_answer(ContextResult("", [], [], 0, 150, "q"), "debugger", "q",
+                             note="(being built)")
+    assert nothing == ("(being built)\nNothing relevant to 'q' in the workspace or the "
+                       "debugger knowledge base.")
+    kept = _item(60, "src/d.py:L1-L5")
+    some = context_answer(ContextResult("ctx", [kept], dropped[:1], 60, 150, "q"), "debugger",
+                          "q")
+    assert some.startswith("debugger context for 'q': 60 of 150 tokens, 1 codebase item(s); "
+                           "1 more did not fit (src/a.py:L1-L80)")

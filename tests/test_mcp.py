@@ -93,6 +93,7 @@ async def test_every_tool_end_to_end(sample_root):
         assert "def hash_password" in text  # …and the code
 
 
+
 async def test_bad_arguments_are_tool_errors_that_say_how_to_fix(sample_root):
     async with mcp_client(sample_root) as session:
         await wait_ready(session)

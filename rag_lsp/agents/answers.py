@@ -8,10 +8,16 @@ whole results, and the answer says what was left out and how to get it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
+from rag_lsp.context.packing import SAFETY_MARGIN
 from rag_lsp.knowledge.entries import KnowledgeEntry
 from rag_lsp.search.results import SearchResponse, SearchResult
+
+if TYPE_CHECKING:
+    from rag_lsp.context.builder import ContextResult
 
 CHARS_PER_TOKEN = 4  # a common estimate for code and English across agents' tokenizers
 MAX_LINE_CHARS = 160  # longer snippet lines are cut (a minified line must not fill the cap)
@@ -120,3 +126,28 @@ def entry_text(entry: KnowledgeEntry) -> str:
         content = content[:MAX_ENTRY_CHARS] + " … (cut)"
     lines.extend("  " + line for line in content.split("\n"))
     return "\n".join(lines)
+
+
+def context_answer(result: ContextResult, mode: str, query: str, note: str = "") -> str:
+    """The text an agent reads for packed context: what it holds, what did not fit, then the
+    context itself. When nothing fit the budget, how large a budget would have."""
+    head = [note] if note else []
+    left_out = [d for d in result.dropped if d.reason == "budget"]
+    if not result.items and left_out:
+        smallest = min(d.item.tokens for d in left_out)
+        needed = math.ceil(smallest / (1 - SAFETY_MARGIN))  # the packer keeps a margin free
+        return "\n".join([*head, f"Nothing fits token_budget {result.budget}: "
+                          f"{len(left_out)} relevant item(s) were found, the smallest "
+                          f"{smallest} tokens; ask again with token_budget {needed} or more."])
+    if not result.items:
+        return "\n".join([*head, f"Nothing relevant to {query!r} in the workspace or the "
+                                  f"{mode} knowledge base."])
+    kinds: dict[str, int] = {}
+    for item in result.items:
+        kinds[item.source] = kinds.get(item.source, 0) + 1
+    summary = (f"{mode} context for {query!r}: {result.total_tokens} of {result.budget} "
+               "tokens, " + ", ".join(f"{n} {k}" for k, n in kinds.items()) + " item(s)")
+    if left_out:
+        summary += (f"; {len(left_out)} more did not fit ("
+                    + ", ".join(d.item.where or d.item.title for d in left_out[:5]) + ")")
+    return "\n".join([*head, summary, "", result.context])

@@ -17,7 +17,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from rag_lsp.agents.answers import entry_text, location, search_answer
+from rag_lsp.agents.answers import context_answer, entry_text, location, search_answer
 from rag_lsp.agents.keeper import WorkspaceKeeper
 from rag_lsp.context.modes import unknown_mode_message
 from rag_lsp.errors import BadInputError, RagLspError
@@ -135,22 +135,8 @@ class WorkspaceTools:
                                  query=args["query"],
                                  include_knowledge=args["include_knowledge"])
         result = build_context([Source(ws, ws.knowledge)], request, ws.token_counter)
-        note = self._building_note()
-        if not result.items:
-            return ToolAnswer("\n".join(p for p in (note, (
-                f"Nothing relevant to {args['query']!r} in the workspace or the "
-                f"{args['mode']} knowledge base.")) if p))
-        kinds = {}
-        for item in result.items:
-            kinds[item.source] = kinds.get(item.source, 0) + 1
-        summary = (f"{args['mode']} context for {args['query']!r}: {result.total_tokens} of "
-                   f"{result.budget} tokens, " + ", ".join(f"{n} {k}" for k, n in kinds.items())
-                   + " item(s)")
-        left_out = [d for d in result.dropped if d.reason == "budget"]
-        if left_out:
-            summary += (f"; {len(left_out)} more did not fit (" + ", ".join(
-                d.item.where or d.item.title for d in left_out[:5]) + ")")
-        return ToolAnswer("\n".join([*([note] if note else []), summary, "", result.context]))
+        return ToolAnswer(context_answer(result, args["mode"], args["query"],
+                                         note=self._building_note()))
 
     # ---- knowledge -------------------------------------------------------------------
 
