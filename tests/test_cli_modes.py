@@ -68,3 +68,42 @@ def test_unknown_mode_and_bad_times_are_explained(repo):
     assert "unknown mode 'cooking'; valid modes: debugger, security" in unknown.stderr
     bad_time = rag("kb", "list", "--mode", "planning", "--root", str(repo), "--since", "soon")
     assert bad_time.returncode == 1 and "ISO 8601" in bad_time.stderr
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["context", "--mode", "debugger", "--budget", "0", "q"],
+     "argument --budget: must be at least 1 (got 0)"),
+    (["kb", "search", "--mode", "debugger", "q", "--threshold", "2"],
+     "argument --threshold: must be a number from -1 to 1 (got 2)"),
+    (["kb", "search", "--mode", "debugger", "q", "--threshold", "nan"],
+     "argument --threshold: must be a number from -1 to 1 (got nan)"),
+    (["kb", "search", "--mode", "debugger", "q", "-k", "0"],
+     "argument -k/--top-k: must be at least 1 (got 0)"),
+    (["kb", "list", "--mode", "debugger", "--offset", "-1"],
+     "argument --offset: must be at least 0 (got -1)"),
+    (["context", "q"], "the following arguments are required: --mode"),
+])
+def test_usage_errors_name_the_flag_and_are_json_when_asked(repo, args, says):
+    plain = rag(*args, "--root", str(repo))
+    assert plain.returncode == 2 and says in plain.stderr and plain.stdout == ""
+    scripted = rag(*args, "--root", str(repo), "--json")
+    assert scripted.returncode == 2 and says in json.loads(scripted.stdout)["error"]
+
+
+def test_a_line_range_is_checked_and_named_by_its_flag(repo):
+    for flag in ("--file", "--manual"):
+        proc = rag("context", "--mode", "debugger", "--root", str(repo), flag,
+                   str(repo / "src/http/client.py:9-3"))
+        assert proc.returncode == 1
+        assert f"{flag} '{repo}/src/http/client.py:9-3': lines are numbered from 1" in proc.stderr
+    proc = rag("context", "--mode", "debugger", "--root", str(repo), "--file",
+               str(repo / "src/http/client.py:0-0"))
+    assert proc.returncode == 1 and "lines are numbered from 1" in proc.stderr
+
+
+def test_verbose_after_the_command_too(repo):
+    for args in (["-v", "context", "--mode", "debugger"], ["context", "-v", "--mode", "debugger"]):
+        proc = rag(*args, "--root", str(repo), "where are redirects followed?")
+        assert proc.returncode == 0 and "context for debugger mode" in proc.stderr
+    quiet = rag("context", "--mode", "debugger", "--root", str(repo), "redirects")
+    assert "context for debugger mode" not in quiet.stderr

@@ -403,3 +403,10 @@ def test_a_new_knowledge_base_folder_is_private(tmp_path, embedder):
     kb = KnowledgeBase(index_dir, tmp_path, embedder.embed, embedder.dimension)
     kb.add("debugger", "Retries hide a flaky connection.")
     assert index_dir.stat().st_mode & 0o777 == 0o700
+
+
+@pytest.mark.parametrize("threshold", [float("nan"), 1.5, -2.0])
+def test_a_knowledge_threshold_outside_the_cosine_range_is_refused(kb, threshold):
+    add_notes(kb)
+    with pytest.raises(RagLspError, match="a cosine similarity, a number from -1 to 1"):
+        kb.search("debugger", "redirects", threshold=threshold)

@@ -7,7 +7,7 @@ import json
 import logging
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from rag_lsp import __version__
 from rag_lsp.chunking.types import KINDS
@@ -28,10 +28,25 @@ def _add_workspace_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model-dir", help="folder with model.onnx and tokenizer.json")
     parser.add_argument("--index-path", help="where the index lives (default ROOT/.rag-lsp)")
     parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    # Also after the command (`rag-lsp context -v …`); SUPPRESS keeps `rag-lsp -v context`'s.
+    parser.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                        help="log details to stderr")
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors also as JSON on stdout when the command line asks for ``--json``: a
+    script reads one object either way (the usage text still goes to stderr, exit code 2)."""
+
+    json_errors = False  # set by main() from the whole command line
+
+    def error(self, message: str) -> NoReturn:
+        if self.json_errors:
+            print(json.dumps({"error": f"{self.prog}: {message}"}), flush=True)
+        super().error(message)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="rag-lsp",
         description="Local semantic + lexical search over a workspace. Nothing leaves "
         "this machine.",
@@ -314,6 +329,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "--stdio":  # how many editors launch a language server
         argv = ["serve", *argv]
+    _Parser.json_errors = "--json" in argv
     args = parser.parse_args(argv)
     if args.command == "serve":
         return cmd_serve(args)  # the server sets up its own logging (stdout is the wire)

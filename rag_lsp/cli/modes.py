@@ -22,14 +22,42 @@ LINES = re.compile(r"^(?P<path>.+?)(?::L?(?P<start>\d+)(?:-L?(?P<end>\d+))?)?$")
 MODE_HELP = f"{', '.join(BUILTIN_MODES)}, or a mode named in the extraModes setting"
 
 
-def _path_and_lines(spec: str) -> tuple[str, int | None, int | None]:
-    """``PATH``, ``PATH:12`` or ``PATH:12-30`` (an ``L`` before numbers is accepted)."""
+def _path_and_lines(spec: str, flag: str) -> tuple[str, int | None, int | None]:
+    """``PATH``, ``PATH:12`` or ``PATH:12-30`` (an ``L`` before numbers is accepted), as
+    given to ``flag``."""
     match = LINES.match(spec)
     if not match:
-        raise RagLspError(f"{spec!r}: expected PATH, PATH:LINE or PATH:START-END")
+        raise RagLspError(f"{flag} {spec!r}: expected PATH, PATH:LINE or PATH:START-END")
     start = int(match["start"]) if match["start"] else None
     end = int(match["end"]) if match["end"] else start
+    if start is not None and not 1 <= start <= end:
+        raise RagLspError(f"{flag} {spec!r}: lines are numbered from 1 and the range must not "
+                          "end before it starts")
     return match["path"], start, end
+
+
+def _int_from(low: int) -> Callable[[str], int]:
+    """An argparse type: a whole number of at least ``low`` (argparse names the flag)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low} (got {value})")
+        return value
+    return parse
+
+
+def _cosine(text: str) -> float:
+    """An argparse type: a cosine similarity, -1 to 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not -1 <= value <= 1:  # NaN fails this too
+        raise argparse.ArgumentTypeError(f"must be a number from -1 to 1 (got {text})")
+    return value
 
 
 def add_parsers(commands: argparse._SubParsersAction,
@@ -38,12 +66,13 @@ def add_parsers(commands: argparse._SubParsersAction,
         "context", help="pack context for an assistant mode into a token budget",
         description="Print the context an assistant mode would get: manual context first "
         "(--manual), then the mode's knowledge, then code relevant to QUERY, as Markdown that "
-        "fits the budget (counted with the model's tokenizer, 10%% kept free).",
+        "fits the budget (counted with the model's tokenizer, 10% kept free).",
     )
     context.add_argument("query", nargs="?", help="what the assistant is asked about "
                          "(default: derived from --file)")
     context.add_argument("--mode", required=True, help=MODE_HELP)
-    context.add_argument("--budget", type=int, default=2000, help="token budget (default 2000)")
+    context.add_argument("--budget", type=_int_from(1), default=2000,
+                         help="token budget (default 2000)")
     context.add_argument("--file", metavar="PATH[:START-END]",
                          help="the active file (and selected lines)")
     context.add_argument("--manual", action="append", default=[], metavar="PATH[:START-END]",
@@ -57,20 +86,26 @@ def add_parsers(commands: argparse._SubParsersAction,
                              "clear")
     actions = kb.add_subparsers(dest="kb_command", metavar="ACTION", required=True)
     add = actions.add_parser("add", help="add an entry (CONTENT, or - to read stdin)")
-    add.add_argument("content")
-    add.add_argument("--title", default="")
+    add.add_argument("content", help="what was found (- reads it from stdin)")
+    add.add_argument("--title", default="",
+                     help="a short title (lists show it instead of the first line)")
     add.add_argument("--tag", action="append", default=[], help="a tag (repeatable)")
     add.add_argument("--session", help="the assistant session this came from")
     add.add_argument("--anchor", action="append", default=[], metavar="PATH:START-END",
                      help="code the entry is about (path relative to where you stand, like "
                      "--file and --manual); marked stale when it changes (repeatable)")
     search = actions.add_parser("search", help="entries relevant to QUERY")
-    search.add_argument("query")
-    search.add_argument("-k", "--top-k", type=int, default=10)
-    search.add_argument("--threshold", type=float)
+    search.add_argument("query", help="what to look for, in plain words")
+    search.add_argument("-k", "--top-k", type=_int_from(1), default=10,
+                        help="number of entries to return (default 10)")
+    search.add_argument("--threshold", type=_cosine,
+                        help="minimum cosine similarity, -1..1 (default: the "
+                        "knowledgeThreshold setting)")
     listing = actions.add_parser("list", help="entries, newest first")
-    listing.add_argument("--limit", type=int, default=50)
-    listing.add_argument("--offset", type=int, default=0)
+    listing.add_argument("--limit", type=_int_from(1), default=50,
+                         help="entries per page (default 50)")
+    listing.add_argument("--offset", type=_int_from(0), default=0,
+                         help="entries to skip, newest first (default 0)")
     delete = actions.add_parser("delete", help="delete one entry")
     delete.add_argument("id")
     actions.add_parser("clear", help="delete every entry of the mode")
@@ -99,11 +134,11 @@ def cmd_context(args: argparse.Namespace, ws: Workspace, print_json) -> int:
     request = ContextRequest(mode=args.mode, token_budget=args.budget, query=args.query,
                              include_knowledge=not args.no_knowledge)
     if args.file:
-        path, start, end = _path_and_lines(args.file)
+        path, start, end = _path_and_lines(args.file, "--file")
         request.active_file = Path(path).resolve()
         request.selection = (start, end) if start else None
     for spec in args.manual:
-        path, start, end = _path_and_lines(spec)
+        path, start, end = _path_and_lines(spec, "--manual")
         request.manual.append(ManualRef(Path(path).resolve(), start, end))
     if not (args.query or args.file or args.manual):
         raise RagLspError("give a QUERY, or --file to derive one from, or --manual files")
@@ -139,7 +174,7 @@ def cmd_kb(args: argparse.Namespace, ws: Workspace, print_json) -> int:
         content = sys.stdin.read() if args.content == "-" else args.content
         anchors = []
         for spec in args.anchor:
-            path, start, end = _path_and_lines(spec)
+            path, start, end = _path_and_lines(spec, "--anchor")
             if start is None:
                 raise RagLspError(f"--anchor {spec!r}: give lines, e.g. {path}:10-24")
             anchors.append(AnchorSpec(str(Path(path).resolve()), start, end))

@@ -107,6 +107,9 @@ class KnowledgeBase:
             raise BadInputError("the knowledge search query is empty; pass some words to look for")
         if top_k < 1:
             raise BadInputError(f"top_k must be at least 1 (got {top_k})")
+        if not -1 <= threshold <= 1:  # a cosine; NaN fails this too
+            raise BadInputError(f"the knowledge threshold is a cosine similarity, a number "
+                                f"from -1 to 1 (got {threshold})")
         where = _where(mode, since, until)
         embed = self._require_embed("search knowledge")
         if not self._table.exists():
