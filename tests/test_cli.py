@@ -20,10 +20,11 @@ RESULT_KEYS = {"path", "start_line", "end_line", "score", "kind", "symbol", "lan
                "ranges", "snippet"}
 
 
-def rag_process(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+def rag_process(*args: str, env: dict[str, str] | None = None,
+                stdin: str | None = None) -> subprocess.CompletedProcess:
     """``rag-lsp ARGS`` in a new process, as a shell runs it."""
     return subprocess.run([sys.executable, "-m", "rag_lsp", *args], capture_output=True,
-                          text=True, timeout=300, env=env)
+                          text=True, timeout=300, env=env, input=stdin)
 
 
 @pytest.fixture
@@ -97,6 +98,33 @@ def test_batch_search_prints_one_line_per_query(cli, repo, tmp_path):
     assert len(lines[0]["results"]) <= 2
     assert "not JSON" in lines[2]["error"] and ":3:" in lines[2]["error"]
     assert proc.returncode == 1  # one query failed
+
+
+def test_batch_lines_that_are_not_queries_say_where(cli, repo, tmp_path):
+    batch = tmp_path / "queries.jsonl"
+    batch.write_text('{"id": NaN, "query": "redirects"}\n{"id": 2, "query": "   "}\n')
+    proc = cli("search", "--batch", str(batch), "--root", str(repo), "--json")
+    first, second = (json.loads(line) for line in proc.stdout.splitlines())  # strict JSON
+    assert first == {"id": None, "error": f"{batch}:1: not JSON (NaN is not JSON)"}
+    assert second["id"] == 2 and second["error"].startswith(f"{batch}:2: ")
+    assert proc.returncode == 1
+
+    batch.write_bytes(b'\xff\xfe{"id": 1}\n')
+    proc = cli("search", "--batch", str(batch), "--root", str(repo), "--json")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert json.loads(proc.stdout)["error"] == (
+        f"batch file {batch} is not UTF-8 text (byte 0): write it as UTF-8 JSON lines")
+
+    proc = cli("search", "redirects", "--batch", str(batch), "--root", str(repo))
+    assert proc.returncode == 1 and "not both" in proc.stderr
+
+
+def test_a_batch_from_stdin(repo):
+    proc = rag_process("search", "--batch", "-", "--root", str(repo), "--json",
+                       stdin='{"id": "s", "query": "hash a password"}\n')
+    assert proc.returncode == 0, proc.stderr
+    [line] = [json.loads(text) for text in proc.stdout.splitlines()]
+    assert line["id"] == "s" and line["results"][0]["path"] == "src/auth/passwords.py"
 
 
 def test_status_json(cli, repo):

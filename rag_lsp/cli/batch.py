@@ -11,39 +11,55 @@ from rag_lsp.search.results import SearchFilters
 from rag_lsp.workspace import Workspace
 
 
-def read_queries(path: Path) -> list[tuple[object, str | None, str | None]]:
-    """(id, query, problem) per non-blank line; a bad line carries a problem, not a crash."""
+def _not_json(constant: str) -> object:
+    raise ValueError(f"{constant} is not JSON")  # Python's json reads NaN; JSON has none
+
+
+def _read_text(path: Path) -> str:
+    """The batch file's text; ``-`` is stdin."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        if str(path) == "-":
+            return sys.stdin.buffer.read().decode("utf-8")
+        return path.read_text(encoding="utf-8")
     except OSError as exc:
         raise RagLspError(f"cannot read batch file {path}: {exc.strerror}") from exc
-    items: list[tuple[object, str | None, str | None]] = []
-    for number, line in enumerate(lines, start=1):
+    except UnicodeDecodeError as exc:
+        raise RagLspError(f"batch file {path} is not UTF-8 text (byte {exc.start}): write it "
+                          "as UTF-8 JSON lines") from exc
+
+
+def read_queries(path: Path) -> list[tuple[int, object, str | None, str | None]]:
+    """(line number, id, query, problem) per non-blank line; a bad line carries a problem,
+    not a crash."""
+    items: list[tuple[int, object, str | None, str | None]] = []
+    for number, line in enumerate(_read_text(path).splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            item = json.loads(line)
+            item = json.loads(line, parse_constant=_not_json)
         except ValueError as exc:
-            items.append((None, None, f"{path}:{number}: not JSON ({exc.msg})"))
+            reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+            items.append((number, None, None, f"{path}:{number}: not JSON ({reason})"))
             continue
         if not isinstance(item, dict) or not isinstance(item.get("query"), str):
             got = item.get("id") if isinstance(item, dict) else None
-            items.append((got, None, f'{path}:{number}: expected {{"id": ..., "query": "text"}}'))
+            items.append((number, got, None,
+                          f'{path}:{number}: expected {{"id": ..., "query": "text"}}'))
             continue
-        items.append((item.get("id"), item["query"], None))
+        items.append((number, item.get("id"), item["query"], None))
     return items
 
 
 def run_batch(ws: Workspace, path: Path, filters: SearchFilters) -> int:
     """Prints ``{"id", "results"}`` (or ``{"id", "error"}``) per query; exit 1 if any failed."""
     failed = False
-    for query_id, query, problem in read_queries(path):
+    for number, query_id, query, problem in read_queries(path):
         if problem is None:
             try:
                 response = ws.search(query, filters=filters)
                 line = {"id": query_id, "results": [r.to_dict() for r in response.results]}
             except RagLspError as exc:
-                problem = str(exc)
+                problem = f"{path}:{number}: {exc}"
         if problem is not None:
             failed = True
             line = {"id": query_id, "error": problem}

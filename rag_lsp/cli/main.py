@@ -82,8 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="only this language, e.g. python (repeatable)")
     search.add_argument("--kind", action="append", default=[], choices=KINDS,
                         help="only this chunk kind (repeatable)")
-    search.add_argument("--batch", metavar="FILE", help='JSONL file of {"id", "query"} lines; '
-                        "prints one JSON line per query")
+    search.add_argument("--batch", metavar="FILE", help='JSONL file of {"id", "query"} lines '
+                        "(- reads stdin); prints one JSON line per query")
     _add_workspace_options(search)
 
     status = commands.add_parser("status", help="show where the index is and what it holds")
@@ -200,6 +200,9 @@ def cmd_index(args: argparse.Namespace) -> int:
 def cmd_search(args: argparse.Namespace) -> int:
     if not args.query and not args.batch:
         raise RagLspError("give a QUERY to search for, or --batch FILE")
+    if args.query and args.batch:
+        raise RagLspError("give a QUERY or --batch FILE, not both (the batch's lines are the "
+                          "queries)")
     extra = {"topK": args.top_k, "threshold": args.threshold, "searchMode": args.mode}
     ws = _open_workspace(args.root, args, extra)
     if not ws.has_index():
