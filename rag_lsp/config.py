@@ -268,11 +268,12 @@ def read_settings_file(path: Path) -> dict[str, Any]:
 
 
 def confine_folder_settings(
-    file_settings: Mapping[str, Any], root: Path, path: Path
+    file_settings: Mapping[str, Any], root: Path, path: Path, *, refused: bool = False
 ) -> tuple[dict[str, Any], list[str]]:
     """A folder's own settings file comes with the folder (a cloned repository), so it may
     only place the index inside the folder: an ``indexPath`` outside is dropped, with a
-    message. The editor's settings and command-line flags may point anywhere."""
+    message (saying the default is used, or, when ``refused``, that nothing was done). The
+    editor's settings and command-line flags may point anywhere."""
     settings = dict(file_settings)
     index_path = settings.get("indexPath")
     if not isinstance(index_path, str):
@@ -283,8 +284,11 @@ def confine_folder_settings(
     del settings["indexPath"]
     return settings, [
         f"`indexPath` = {index_path!r} in {path}: a folder's settings file may only place the "
-        f"index inside the folder ({root}); the default is used. Set it in the editor's "
-        "settings or with --index-path instead."]
+        f"index inside the folder ({root}); "
+        + ("nothing was done. Remove it from that file, or pass --index-path instead."
+           if refused else
+           "the default is used. Set it in the editor's settings or with --index-path "
+           "instead.")]
 
 
 def load_settings(
@@ -301,7 +305,7 @@ def load_settings(
     """
     path = root / CONFIG_FILE_NAME
     merged, confined = confine_folder_settings(
-        read_settings_file(path) if path.is_file() else {}, root, path)
+        read_settings_file(path) if path.is_file() else {}, root, path, refused=True)
     if confined and (overrides or {}).get("indexPath") is None:  # a flag overrides it anyway
         raise ConfigError(confined)
     sources: dict[str, str] = {}

@@ -206,6 +206,7 @@ def test_a_folder_settings_file_keeps_the_index_inside_the_folder(tmp_path, inde
         assert problems == []
     else:
         assert len(problems) == 1 and "inside the folder" in problems[0]
+        assert "the default is used" in problems[0]  # the server goes on with it
         assert repr(index_path) in problems[0] and str(path) in problems[0]
 
 
@@ -215,6 +216,8 @@ def test_the_cli_refuses_an_outside_index_path_from_the_folder_file_unless_given
     with pytest.raises(ConfigError) as error:
         load_settings(tmp_path)
     assert "inside the folder" in str(error.value)
+    assert "nothing was done" in str(error.value)  # not "the default is used": it was not
+    assert "the default is used" not in str(error.value)
     flag = str(tmp_path / "idx")
     assert load_settings(tmp_path, {"indexPath": flag}).index_path == flag
 
