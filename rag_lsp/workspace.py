@@ -60,7 +60,7 @@ from rag_lsp.store.compaction_times import CompactionTimes
 from rag_lsp.store.draft import DraftIndex
 from rag_lsp.store.lance_store import ChunkStore
 from rag_lsp.store.live_index import LiveIndex
-from rag_lsp.store.manifest import SCHEMA_VERSION, IndexManifest
+from rag_lsp.store.manifest import REBUILD_HINT, SCHEMA_VERSION, IndexManifest
 from rag_lsp.store.sql import all_of, quote
 from rag_lsp.store.staging import discard, fresh_staging, swap_under_way
 from rag_lsp.store.stored_places import STORED_COLUMNS, read_stored
@@ -89,6 +89,7 @@ class WorkspaceStatus:
     # New files a run of this process has not embedded yet, searchable by their words only
     # (see rag_lsp.store.draft).
     drafted_files: int = 0
+    index_problem: str | None = None  # why the index cannot be read, and the fix
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -201,7 +202,10 @@ class Workspace:
         """The per-mode knowledge bases, kept beside the code index (a full rebuild of the
         code index leaves them alone)."""
         if self._knowledge is None:
-            manifest = IndexManifest.read(self.index_dir)
+            try:
+                manifest = IndexManifest.read(self.index_dir) if self.embedder is None else None
+            except IndexCorruptError:  # the code index's damage; the knowledge table has its own
+                manifest = None  # checks, and reading it needs no width
             dimension = (self.embedder.dimension if self.embedder
                          else manifest.dimension if manifest else 0)
             self._knowledge = KnowledgeBase(
@@ -367,9 +371,10 @@ class Workspace:
             except IndexCorruptError as exc:
                 if full:
                     raise
-                log.warning("%s; rebuilding it from the workspace", exc)
+                why = str(exc).replace(REBUILD_HINT, "").strip()  # the rebuild is under way
+                log.warning("%s; rebuilding it from the workspace", why)
                 report = self._index_locked(True, progress)
-                report.rebuilt_because = str(exc)
+                report.rebuilt_because = why
                 return report
 
     def _index_locked(self, full: bool, progress: ProgressCallback | None) -> IndexReport:
@@ -611,7 +616,11 @@ class Workspace:
     # ---- status ------------------------------------------------------------------------
 
     def status(self) -> WorkspaceStatus:
-        manifest = IndexManifest.read(self.index_dir)
+        problem = None
+        try:
+            manifest = IndexManifest.read(self.index_dir)
+        except IndexCorruptError as exc:  # the status is how a user looks into it: say it
+            manifest, problem = None, str(exc)
         files = chunks = 0
         if manifest is not None:
             files, chunks = self._read(lambda store: (store.count_files(), store.count_chunks()))
@@ -629,6 +638,7 @@ class Workspace:
             degraded_reason=str(self.model_error) if self.embedder is None else None,
             embedding_cache=str(cache.path) if (cache := self._shared_cache()) else None,
             drafted_files=self.drafted_files(),
+            index_problem=problem,
         )
 
     def drafted_files(self) -> int:

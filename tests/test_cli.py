@@ -136,6 +136,25 @@ def test_status_json(cli, repo):
     assert status["dimension"] == 384 and status["last_indexed_at"]
 
 
+def test_a_damaged_manifest_is_shown_by_status_and_leaves_the_knowledge_base_readable(
+        cli, tmp_path):
+    root = make_sample_root(tmp_path)
+    assert cli("index", str(root)).returncode == 0
+    assert cli("kb", "add", "--mode", "debugger", "--root", str(root), "a note").returncode == 0
+    (root / ".rag-lsp" / "manifest.json").write_text("{broken")
+    status = cli("status", str(root), "--json")
+    assert status.returncode == 1
+    assert json.loads(status.stdout)["index_problem"].startswith("index manifest ")
+    plain = cli("status", str(root))
+    assert "problem     index manifest" in plain.stdout and "not indexed yet" not in plain.stdout
+    listed = cli("kb", "list", "--mode", "debugger", "--root", str(root))
+    assert listed.returncode == 0 and "a note" in listed.stdout
+    rebuilt = cli("index", str(root))
+    assert rebuilt.returncode == 0 and "rebuilt the index" in rebuilt.stderr
+    assert "index --full" not in rebuilt.stderr  # the rebuild is done: no advice to do it
+    assert cli("status", str(root)).returncode == 0
+
+
 def test_invalid_settings_name_the_setting_and_rule(cli, tmp_path):
     (tmp_path / ".rag-lsp.json").write_text('{"chunkTokens": 1000, "searchMode": "fuzzy"}')
     proc = cli("index", str(tmp_path))

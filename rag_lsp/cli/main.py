@@ -240,11 +240,13 @@ def cmd_search(args: argparse.Namespace) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     ws = _open_workspace(args.root, args)
     status = ws.status()
+    outcome = EXIT_ERROR if status.index_problem else EXIT_OK
     if args.json:
         _print_json(status.to_dict())
-        return EXIT_OK
+        return outcome
     print(f"workspace   {status.root}\nindex       {status.index_dir}"
-          + ("" if status.indexed else "  (not indexed yet: run `rag-lsp index`)"))
+          + ("" if status.indexed or status.index_problem
+             else "  (not indexed yet: run `rag-lsp index`)"))
     print(f"model       {status.model_id} (dims {status.dimension}, "
           f"sha256 {status.model_sha256[:12]}…)")
     print(f"contents    {status.files} files, {status.chunks} chunks")
@@ -252,7 +254,9 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"shared cache {status.embedding_cache or 'off'}")
     if status.degraded_reason:
         print(f"degraded    lexical search only: {status.degraded_reason}")
-    return EXIT_OK
+    if status.index_problem:
+        print(f"problem     {status.index_problem}")
+    return outcome
 
 
 def cmd_model(args: argparse.Namespace) -> int:
