@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -410,3 +411,10 @@ def test_a_knowledge_threshold_outside_the_cosine_range_is_refused(kb, threshold
     add_notes(kb)
     with pytest.raises(RagLspError, match="a cosine similarity, a number from -1 to 1"):
         kb.search("debugger", "redirects", threshold=threshold)
+
+
+def test_a_deleted_workspace_folder_is_not_made_again_to_hold_a_note(kb, root):
+    shutil.rmtree(root)
+    with pytest.raises(RagLspError, match="no longer exists; nothing was saved"):
+        kb.add("debugger", "a note")
+    assert not root.exists()

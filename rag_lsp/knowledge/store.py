@@ -70,6 +70,9 @@ class KnowledgeBase:
         if not content or not content.strip():
             raise BadInputError("a knowledge entry needs some content")
         embed = self._require_embed("add knowledge entries")
+        if not self.root.is_dir():  # saving would make the folder again, around one file
+            raise RagLspError(f"the workspace folder {self.root} no longer exists; nothing was "
+                              "saved. Open the folder where it is now.")
         self._table.check_dimension()
         when = as_utc(now) if now is not None else datetime.now(timezone.utc)
         entry = KnowledgeEntry(
