@@ -156,6 +156,10 @@ async def test_the_index_follows_file_changes_while_it_serves(sample_root):
                 break
             assert time.monotonic() < deadline, (added, removed)
             await asyncio.sleep(0.3)
+        status, _ = await call(session, "index_status")
+        first = status.splitlines()[0]  # the latest update, not the first run's summary
+        assert "last update: " in first and "files scanned" not in first, status
+        assert "Indexed: 5 files" in status, status
 
 
 async def test_an_lsp_server_and_an_mcp_server_share_one_index_under_edits(tmp_path):

@@ -284,7 +284,10 @@ class WorkspaceKeeper:
         if report.files_indexed or report.files_removed:
             log.info("%s: %d changed files applied (%d indexed, %d removed)", self.root,
                      len(paths), report.files_indexed, report.files_removed)
-            self._status = KeeperStatus(READY, self._status.message, None, report, time.time())
+            # The first run's summary would now be out of date beside the index's totals.
+            message = (f"last update: {len(paths)} changed file{'s' if len(paths) != 1 else ''}"
+                       f", {report.files_indexed} indexed, {report.files_removed} removed")
+            self._status = KeeperStatus(READY, message, None, report, time.time())
 
     def _compact(self) -> None:
         try:
