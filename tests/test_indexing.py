@@ -39,6 +39,22 @@ def paths_in_index(ws: Workspace) -> set[str]:
     return set(ws._open_store().file_records())
 
 
+def test_git_never_lists_the_index_folder_but_a_users_own_folder_is_left_alone(
+        workspace, tmp_path, embedder):
+    assert (workspace.index_dir / ".gitignore").read_text().splitlines()[-1] == "*"
+    (workspace.index_dir / ".gitignore").unlink()  # an index made by an older rag-lsp
+    workspace.index()
+    assert (workspace.index_dir / ".gitignore").is_file()
+
+    own = tmp_path / "my-folder"  # given as indexPath, it already held the user's files
+    own.mkdir()
+    (own / "notes.txt").write_text("mine")
+    ws = Workspace.open(workspace.root, Settings(index_path=str(own)), embedder=embedder)
+    ws.index()
+    ws.index(full=True)
+    assert not (own / ".gitignore").exists()
+
+
 def test_first_index_embeds_every_file(workspace):
     status = workspace.status()
     assert status.files == 5
@@ -559,10 +575,10 @@ def test_index_from_another_model_is_refused_with_the_fix(workspace):
 def test_corrupt_manifest_is_reported_and_full_rebuilds(workspace):
     (workspace.index_dir / MANIFEST_NAME).write_text("{not json")
     reopened = Workspace.open(workspace.root, workspace.settings, embedder=workspace.embedder)
-    with pytest.raises(IndexCorruptError, match="rag-lsp index --full"):
-        reopened.status()
+    damaged = reopened.status()  # the status says so, with the fix, rather than failing
+    assert not damaged.indexed and "rag-lsp index --full" in damaged.index_problem
     assert reopened.index(full=True).files_indexed == 5
-    assert reopened.status().files == 5
+    assert reopened.status().files == 5 and reopened.status().index_problem is None
 
 
 def test_an_index_path_that_is_a_file_is_a_clear_error(sample_root, embedder):
