@@ -23,7 +23,7 @@ from rag_lsp.knowledge.entries import KnowledgeEntry, anchors_to_json
 from rag_lsp.store.failures import transient_failure
 from rag_lsp.store.integrity import FileDigests
 from rag_lsp.store.lance_caches import connect, index_cache_bytes, new_session
-from rag_lsp.store.private import private_dir
+from rag_lsp.store.private import index_folder
 from rag_lsp.store.sql import in_list
 
 log = logging.getLogger(__name__)
@@ -130,7 +130,7 @@ class KnowledgeTable:
                 return None  # connecting would create the folder
             try:
                 if self._db is None:
-                    private_dir(self.index_dir)
+                    index_folder(self.index_dir)
                     # Interval 0: every read sees other writers' (e.g. the CLI's) commits;
                     # caches bounded as the chunks' are (entries are few, versions many).
                     self._db = connect(self.index_dir, new_session(index_cache_bytes(0)))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from rag_lsp.config import DEFAULT_INDEX_DIR_NAME
 from rag_lsp.errors import RagLspError
 
 PRIVATE_DIR = 0o700
@@ -34,6 +35,26 @@ def private_dir(path: Path) -> Path:
             path.chmod(PRIVATE_DIR)
     except OSError:
         pass  # not ours to change (a shared, read-only mount): leave it as it is
+    return path
+
+
+# So `git status` never lists an index (it holds the text of every indexed file), as .venv's
+# and .pytest_cache's own .gitignore do.
+INDEX_GITIGNORE = "# rag-lsp's index: derived from the workspace, never to be committed\n*\n"
+
+
+def index_folder(path: Path) -> Path:
+    """:func:`private_dir` for an index folder, with a ``.gitignore`` ignoring all of it when
+    the folder is rag-lsp's: made here, or the default ``.rag-lsp`` (made by an older
+    rag-lsp). A folder of the user's own given as ``indexPath`` is left as it is."""
+    made = not path.exists()
+    private_dir(path)
+    ignore = path / ".gitignore"
+    if (made or path.name == DEFAULT_INDEX_DIR_NAME) and not ignore.exists():
+        try:
+            write_private(ignore, INDEX_GITIGNORE)
+        except OSError:  # a read-only index (a reader's mount): git lists it, nothing worse
+            pass
     return path
 
 

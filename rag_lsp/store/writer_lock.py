@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from rag_lsp.errors import IndexBusyError
-from rag_lsp.store.private import PRIVATE_FILE, private_dir
+from rag_lsp.store.private import PRIVATE_FILE, index_folder
 
 LOCK_NAME = "writer.lock"
 POLL_SECONDS = 0.2
@@ -104,7 +104,7 @@ class WriterLock:
             if self._fd is not None:
                 self._depth += 1
                 return
-        private_dir(self.index_dir)
+        index_folder(self.index_dir)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE)
         try:
             while not _try_lock(fd):
