@@ -34,6 +34,8 @@ def _relative_glob(glob: str, root: Path) -> str:
 def normalised(filters: SearchFilters, root: Path) -> SearchFilters:
     """``filters`` with paths relative to ``root`` and language names in lower case;
     :class:`BadInputError` for a language no file has or a glob that cannot be read."""
+    if not (filters.paths or filters.languages):  # most searches: nothing to check
+        return filters
     if any(not glob.strip() for glob in filters.paths):
         raise BadInputError("an empty path filter matches no file; give a glob relative to the "
                             "workspace root, e.g. `src/**`, or leave the filter out")
