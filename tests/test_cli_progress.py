@@ -23,7 +23,9 @@ class FakeClock:
 @pytest.fixture
 def piped_stderr(monkeypatch) -> io.StringIO:
     out = io.StringIO()
-    piped = Console(file=out, force_terminal=False, highlight=False, soft_wrap=True)
+    # As stderr_console makes it (no markup or emoji codes), but piped into ``out``.
+    piped = Console(file=out, force_terminal=False, highlight=False, soft_wrap=True,
+                    markup=False, emoji=False)
     monkeypatch.setattr(console, "stderr_console", lambda: piped)
     return out
 
