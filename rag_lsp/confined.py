@@ -8,12 +8,30 @@ file it landed on is opened without following a link put there in between.
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from pathlib import Path
+
+from rag_lsp.errors import BadInputError
 
 
 class OutsideWorkspaceError(OSError):
     """The path leads outside the workspace root (through a link, or ``..``)."""
+
+
+class NotAFileError(OSError):
+    """The path is a FIFO, socket or device: reading one could wait forever, or never end."""
+
+
+def resolved(path: Path, what: str) -> Path:
+    """``path`` with ``..`` and every link resolved; :class:`BadInputError` naming ``what``
+    when the links loop (Python before 3.13 raises RuntimeError for it, later OSError)."""
+    try:
+        return path.resolve()
+    except (RuntimeError, OSError) as exc:
+        raise BadInputError(f"{what}: {path} is a loop of symbolic links; it names no file"
+                            ) from exc
 
 
 def real_path_inside(root: Path, rel: str) -> Path | None:
@@ -21,9 +39,30 @@ def real_path_inside(root: Path, rel: str) -> Path | None:
     try:
         real = (root / rel).resolve()
         real.relative_to(root.resolve())
-    except (ValueError, OSError):  # outside, a link loop, or a NUL in the path
-        return None
+    except (ValueError, OSError, RuntimeError):  # outside, a NUL in the path, a link loop
+        return None  # (Python before 3.13 raises RuntimeError for a loop)
     return real
+
+
+def read_file(path: Path, *, follow_links: bool = True) -> str:
+    """The text of the regular file at ``path`` (undecodable bytes replaced). Anything else
+    raises :class:`NotAFileError` before a byte is read: opening a FIFO for reading waits
+    for a writer, so it is opened without waiting and looked at first."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    if not follow_links:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path, flags)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotAFileError(errno.EINVAL, "not a regular file (a FIFO, socket or device)",
+                                str(path))
+        os.set_blocking(fd, True)
+        source = os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+    with source:
+        return source.read().decode("utf-8", errors="replace")
 
 
 def read_inside(root: Path, rel: str) -> str:
@@ -33,6 +72,4 @@ def read_inside(root: Path, rel: str) -> str:
     real = real_path_inside(root, rel)
     if real is None:
         raise OutsideWorkspaceError(f"{rel} leads outside the workspace {root}")
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-    with os.fdopen(os.open(real, flags), "rb") as source:
-        return source.read().decode("utf-8", errors="replace")
+    return read_file(real, follow_links=False)

@@ -7,6 +7,7 @@ and a copy of the workspace of its own, so no test depends on another or on thei
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 
@@ -315,6 +316,51 @@ async def test_bad_ranges_get_32602(ctx, context_repo):
         "mode": "debugger", "content": "x",
         "anchors": [{"uri": lru, "range": lsp_lines(400, 410)}]})
     assert anchor["code"] == -32602 and "lru.py" in anchor["message"]
+
+
+async def test_a_range_that_ends_before_it_starts_gets_32602(ctx, context_repo):
+    lru = uri(context_repo, "src/cache/lru.py")
+    backwards = {"start": {"line": 5, "character": 0}, "end": {"line": 2, "character": 0}}
+    for method, params, where in [
+        (RAG_INJECT_CONTEXT, {"mode": "debugger", "query": "x", "tokenBudget": 100,
+                              "manualContext": [{"uri": lru, "range": backwards}]},
+         "$.manualContext[0].range"),
+        (RAG_INJECT_CONTEXT, {"mode": "debugger", "tokenBudget": 100,
+                              "activeFile": {"uri": lru, "selection": backwards}},
+         "$.activeFile.selection"),
+        (RAG_KB_ADD, {"mode": "debugger", "content": "x",
+                      "anchors": [{"uri": lru, "range": backwards}]}, "$.anchors[0].range"),
+    ]:
+        error = await ctx.error(method, params)
+        assert error["code"] == -32602
+        assert error["message"].startswith(f"{where}: the range ends (line 2) before it starts")
+
+
+async def test_a_fifo_or_a_loop_of_links_gets_32602_and_the_server_keeps_answering(
+        ctx, context_repo):
+    odd = context_repo / "odd_files"
+    odd.mkdir(exist_ok=True)
+    try:
+        os.mkfifo(odd / "pipe.py")  # opening it to read would wait for a writer forever
+        (odd / "loop_a").symlink_to(odd / "loop_b")
+        (odd / "loop_b").symlink_to(odd / "loop_a")
+        for ref, says in [(uri(context_repo, "odd_files/pipe.py"), "not a regular file"),
+                          (uri(context_repo, "odd_files/loop_a"), "a loop of symbolic links")]:
+            for params in ({"mode": "debugger", "query": "x", "tokenBudget": 100,
+                            "manualContext": [ref]},
+                           {"mode": "debugger", "tokenBudget": 100, "activeFile": {"uri": ref}}):
+                error = await ctx.error(RAG_INJECT_CONTEXT, params)
+                assert error["code"] == -32602 and says in error["message"], error
+        anchor = await ctx.error(RAG_KB_ADD, {
+            "mode": "debugger", "content": "x",
+            "anchors": [{"uri": uri(context_repo, "odd_files/loop_a"), "range": lsp_lines(1, 1)}]})
+        assert anchor["code"] == -32602 and "a loop of symbolic links" in anchor["message"]
+        result = await request(ctx, RAG_INJECT_CONTEXT, {  # with a query, a bad active file
+            "mode": "debugger", "query": "retry failed jobs", "tokenBudget": 2000,  # is unread
+            "activeFile": {"uri": uri(context_repo, "odd_files/loop_a")}})
+        assert result["items"]
+    finally:
+        shutil.rmtree(odd)
 
 
 @pytest.fixture(scope="module")

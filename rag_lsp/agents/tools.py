@@ -19,6 +19,7 @@ from jsonschema import Draft202012Validator
 
 from rag_lsp.agents.answers import context_answer, entry_text, location, search_answer
 from rag_lsp.agents.keeper import WorkspaceKeeper
+from rag_lsp.confined import resolved
 from rag_lsp.context.modes import unknown_mode_message
 from rag_lsp.errors import BadInputError, RagLspError
 from rag_lsp.knowledge.anchors import relative_path
@@ -168,7 +169,7 @@ class WorkspaceTools:
         if start is None and end is not None:  # up to end_line
             start = 1
         if start is None:  # the whole file
-            target = (root / rel).resolve()
+            target = resolved(root / rel, f"$.anchors[{position}].path")
             if not target.is_relative_to(root.resolve()) or not target.is_file():
                 raise BadInputError(f"$.anchors[{position}].path = {raw['path']!r}: no such "
                                     "file in the workspace")

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from rag_lsp.chunking import chunk_document
 from rag_lsp.chunking.languages import language_for
 from rag_lsp.chunking.types import ChunkOptions, TokenCounter
-from rag_lsp.confined import read_inside
+from rag_lsp.confined import read_file, read_inside, resolved
 from rag_lsp.context.modes import profile_for, rerank
 from rag_lsp.context.packing import ContextItem, Dropped, Packer
 from rag_lsp.context.query import derive_query
@@ -77,13 +77,13 @@ class Source:
     def relative(self, path: Path) -> str | None:
         try:
             return path.resolve().relative_to(self.workspace.root).as_posix()
-        except ValueError:
+        except (ValueError, RuntimeError, OSError):  # outside, or a loop of links (nowhere)
             return None
 
 
 def _read_lines(path: Path, what: str) -> list[str]:
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = read_file(path)
     except OSError as exc:
         raise BadContextRequest(f"{what}: cannot read {path}: {exc.strerror or exc}") from exc
     return split_lines(text)
@@ -106,6 +106,7 @@ def _confined(sources: Sequence[Source], path: Path, what: str) -> tuple[Source,
     """The folder holding ``path`` and its relative path, or a clear refusal. The path is
     resolved first (``..``, symlinks), so neither a spelling nor a link inside a folder can
     read a file elsewhere."""
+    resolved(path, what)  # a loop of links is said to be one, not "outside"
     source, rel = _locate(sources, path)
     if source is None:
         roots = ", ".join(str(s.workspace.root) for s in sources) or "none open"

@@ -11,7 +11,7 @@ import hashlib
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
-from rag_lsp.confined import read_inside, real_path_inside
+from rag_lsp.confined import read_inside, real_path_inside, resolved
 from rag_lsp.errors import BadInputError
 from rag_lsp.knowledge.entries import Anchor, AnchorSpec
 
@@ -40,7 +40,8 @@ def relative_path(root: Path, path: str) -> str:
         raise BadInputError(f"anchor path {path!r} holds a NUL character; no file name can")
     candidate = Path(path)
     if candidate.is_absolute():
-        for base, target in ((root, candidate), (root.resolve(), candidate.resolve())):
+        for base, target in ((root, candidate),
+                             (root.resolve(), resolved(candidate, "anchor path"))):
             try:
                 return target.relative_to(base).as_posix()
             except ValueError:
@@ -66,7 +67,8 @@ def make_anchor(root: Path, spec: AnchorSpec) -> Anchor:
         )
     if real_path_inside(root, rel) is None:
         raise BadInputError(f"anchor {label}: {rel} leads outside the workspace {root} (a "
-                            "link); anchor the file inside it that the link points to, if any")
+                            "link), or nowhere (a loop of links); anchor the file inside the "
+                            "workspace that it stands for, if any")
     if not (root / rel).is_file():
         raise BadInputError(f"anchor {label}: {rel} does not exist in the workspace {root}")
     try:

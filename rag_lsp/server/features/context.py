@@ -49,10 +49,12 @@ def _request(args: dict) -> ContextRequest:
     if "activeFile" in args:
         request.active_file = uri_to_path(args["activeFile"]["uri"])
         if "selection" in args["activeFile"]:
-            request.selection = lines_of(args["activeFile"]["selection"])
-    for ref in args.get("manualContext", []):
+            request.selection = lines_of(args["activeFile"]["selection"],
+                                         "$.activeFile.selection")
+    for position, ref in enumerate(args.get("manualContext", [])):
         uri, lsp = (ref, None) if isinstance(ref, str) else (ref["uri"], ref.get("range"))
-        start, end = lines_of(lsp) if lsp else (None, None)
+        start, end = (lines_of(lsp, f"$.manualContext[{position}].range") if lsp
+                      else (None, None))
         request.manual.append(ManualRef(uri_to_path(uri), start, end))
     return request
 

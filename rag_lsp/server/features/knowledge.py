@@ -10,6 +10,7 @@ import asyncio
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from rag_lsp.confined import resolved
 from rag_lsp.errors import RagLspError
 from rag_lsp.knowledge import AnchorSpec, KnowledgeEntry, parse_time
 from rag_lsp.server.errors import bad_input, rag_request
@@ -28,8 +29,13 @@ if TYPE_CHECKING:
     from rag_lsp.server.state import ServerState
 
 
-def lines_of(lsp: dict) -> tuple[int, int]:
-    """An LSP range → 1-based inclusive lines (an end at character 0 ends the line before)."""
+def lines_of(lsp: dict, what: str) -> tuple[int, int]:
+    """An LSP range → 1-based inclusive lines (an end at character 0 ends the line before);
+    a range whose end comes before its start is refused, naming ``what``."""
+    if (lsp["end"]["line"], lsp["end"]["character"]) < (lsp["start"]["line"],
+                                                        lsp["start"]["character"]):
+        raise bad_input(f"{what}: the range ends (line {lsp['end']['line']}) before it starts "
+                        f"(line {lsp['start']['line']}); positions are 0-based, start first")
     start = lsp["start"]["line"] + 1
     end = lsp["end"]["line"] + (1 if lsp["end"]["character"] > 0 else 0)
     return start, max(start, end)
@@ -69,7 +75,7 @@ async def _anchors(ls: ServerState, raw: list[dict]) -> tuple[FolderIndex, list[
     for position, anchor in enumerate(raw):
         path = uri_to_path(anchor["uri"])
         # Resolved first (``..``, symlinks): an anchor is a file inside a folder, not a spelling.
-        path = path.resolve() if path else None
+        path = resolved(path, f"$.anchors[{position}].uri") if path else None
         folder = folder_of(ls.folders, path) if path else None
         if folder is None or (home is not None and folder is not home):
             raise bad_input(
@@ -78,7 +84,7 @@ async def _anchors(ls: ServerState, raw: list[dict]) -> tuple[FolderIndex, list[
                    "an open workspace folder"))
         home = folder
         specs.append(AnchorSpec(path.relative_to(folder.root.resolve()).as_posix(),
-                                *lines_of(anchor["range"])))
+                                *lines_of(anchor["range"], f"$.anchors[{position}].range")))
     return home or folders[0], specs
 
 
