@@ -281,6 +281,9 @@ class Workspace:
             if progress is not None:
                 progress(IndexProgress("wait", message=message))
 
+        if not self.root.is_dir():  # taking the lock would make the folder again
+            raise RagLspError(f"the workspace folder {self.root} no longer exists; nothing "
+                              "was written. Open the folder where it is now.")
         self._writer.acquire(on_wait=on_wait)
         try:
             self._index.settle()  # what an interrupted rebuild left
@@ -470,6 +473,8 @@ class Workspace:
         started = time.monotonic()
         self._require_model()
         with self._index_lock:
+            if not self.root.is_dir():  # gone: the lock would make the folder again
+                return None
             try:
                 self._writer.acquire(wait=False)
             except IndexBusyError:

@@ -6,6 +6,7 @@ import json
 import logging
 import os
 import re
+import shutil
 from types import SimpleNamespace
 
 import pytest
@@ -53,6 +54,14 @@ def test_git_never_lists_the_index_folder_but_a_users_own_folder_is_left_alone(
     ws.index()
     ws.index(full=True)
     assert not (own / ".gitignore").exists()
+
+
+def test_a_deleted_workspace_folder_is_not_made_again_by_a_write(workspace):
+    shutil.rmtree(workspace.root)  # the watcher then reports every file deleted
+    with pytest.raises(RagLspError, match="no longer exists; nothing was written"):
+        workspace.update(["src/http/client.py"])
+    assert workspace.compact() is None
+    assert not workspace.root.exists()
 
 
 def test_first_index_embeds_every_file(workspace):
