@@ -3,7 +3,30 @@
 from __future__ import annotations
 
 import json
+import math
+from functools import cache
 from typing import Any
+
+
+@cache
+def validator_class() -> Any:
+    """Draft 2020-12, but a whole float (``5.0``) is not an integer and NaN is not a number.
+
+    The standard counts ``5.0`` as an integer, and Python's json reads ``NaN``; both then
+    reached code that slices by a count or compares with a bound (a TypeError, an internal
+    error). Refused here, the caller gets the field and the rule instead. Imported when
+    first used (jsonschema costs ~50 ms, not before a server's first answer)."""
+    from jsonschema import Draft202012Validator, validators
+
+    def integer(_checker: Any, value: Any) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool)
+
+    def number(_checker: Any, value: Any) -> bool:
+        return integer(_checker, value) or (isinstance(value, float) and not math.isnan(value))
+
+    checker = Draft202012Validator.TYPE_CHECKER.redefine_many(
+        {"integer": integer, "number": number})
+    return validators.extend(Draft202012Validator, type_checker=checker)
 
 
 def show_value(value: Any) -> str:

@@ -126,11 +126,15 @@ def test_an_exclude_pattern_that_cannot_be_read_is_named_and_dropped():
     assert problems[1].startswith("`exclude`[2] = ")
 
 
-def test_nan_is_not_a_number_a_range_accepts():
-    settings, problems = validate_settings({"threshold": float("nan"), "topK": 5},
-                                           source="--threshold")
-    assert problems == ["`threshold` = NaN in --threshold: not a number; give a number"]
-    assert settings.threshold == Settings().threshold and settings.top_k == 5
+def test_nan_is_not_a_number_nor_a_whole_float_an_integer():
+    # The standard's checks pass both (NaN fails no comparison; 5.0 counts as an integer),
+    # and both then broke the code that used them.
+    settings, problems = validate_settings(
+        {"threshold": float("nan"), "topK": 5.0, "maxFileBytes": 1000}, source="editor")
+    assert problems == ["`threshold` = nan in editor: must be a number (default 0.15)",
+                        "`topK` = 5.0 in editor: must be an integer (default 10)"]
+    assert settings.threshold == Settings().threshold and settings.top_k == Settings().top_k
+    assert settings.max_file_bytes == 1000
 
 
 def test_non_object_settings():

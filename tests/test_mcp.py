@@ -99,6 +99,7 @@ async def test_bad_arguments_are_tool_errors_that_say_how_to_fix(sample_root):
         await wait_ready(session)
         for tool, arguments, says in [
             ("search_code", {"query": "x", "top_k": 0}, "$.top_k = 0: must be at least 1"),
+            ("search_code", {"query": "x", "top_k": 5.0}, "$.top_k = 5.0: must be an integer"),
             ("search_code", {}, "$.query: required"),
             ("search_code", {"query": "x", "colour": "red"}, "$.colour: unknown field"),
             ("search_code", {"query": 42}, "$.query = 42: must be a string"),

@@ -299,6 +299,11 @@ async def test_extra_modes_from_settings_have_their_own_knowledge(own):
     (RAG_INJECT_CONTEXT, {"mode": "debugger", "query": "x", "tokenBudget": 0},
      "$.tokenBudget = 0: must be at least 1"),
     (RAG_KB_LIST, {"mode": "debugger", "since": "last tuesday"}, "ISO 8601"),
+    # A whole float passes the standard's integer check, then broke slicing (-32603).
+    (RAG_KB_LIST, {"mode": "debugger", "limit": 5.0}, "$.limit = 5.0: must be an integer"),
+    ("rag/search", {"query": "retry", "topK": 5.0}, "$.topK = 5.0: must be an integer"),
+    ("rag/search", {"query": "retry", "threshold": float("nan")},
+     "$.threshold = nan: must be a number"),
 ])
 async def test_bad_params_get_32602(ctx, method, params, fragment):
     error = await ctx.error(method, params)

@@ -24,7 +24,7 @@ from rag_lsp.context.modes import unknown_mode_message
 from rag_lsp.errors import BadInputError, RagLspError
 from rag_lsp.knowledge.anchors import relative_path
 from rag_lsp.knowledge.entries import AnchorSpec
-from rag_lsp.schema_messages import schema_problems
+from rag_lsp.schema_messages import schema_problems, validator_class
 from rag_lsp.search.results import SearchFilters
 
 TOOLS_PATH = Path(__file__).resolve().parents[2] / "schemas" / "agent-tools.json"
@@ -48,7 +48,7 @@ def tool_catalogue() -> dict[str, dict[str, Any]]:
 
 @cache
 def _validator(name: str) -> Draft202012Validator:
-    return Draft202012Validator(tool_catalogue()[name]["inputSchema"])
+    return validator_class()(tool_catalogue()[name]["inputSchema"])
 
 
 def _with_defaults(name: str, arguments: dict) -> dict:

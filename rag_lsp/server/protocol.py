@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pygls.exceptions import JsonRpcInvalidParams
 
-from rag_lsp.schema_messages import schema_problems
+from rag_lsp.schema_messages import schema_problems, validator_class
 
 if TYPE_CHECKING:  # ~50 ms of imports: loaded by the first request, after `initialize`
     from jsonschema import Draft202012Validator
@@ -41,10 +41,8 @@ def _registry() -> Registry:
 
 @cache
 def _validator(method: str, part: str) -> Draft202012Validator:
-    from jsonschema import Draft202012Validator
-
     document = protocol_schemas()[method]
-    return Draft202012Validator(
+    return validator_class()(
         {"$ref": f"{document['$id']}#/$defs/{part}"}, registry=_registry()
     )
 
