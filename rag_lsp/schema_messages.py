@@ -4,8 +4,25 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from functools import cache
 from typing import Any
+
+# In a Python string every surrogate code point is a lone one (a pair decodes to one
+# character): JSON's "\ud800" escape gives one, and the tokenizer and the table both refuse it.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def without_lone_surrogates(value: Any) -> Any:
+    """``value`` (decoded JSON) with each lone surrogate in its strings replaced by U+FFFD,
+    as a UTF-8 decoder replaces a byte it cannot read."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value) if _LONE_SURROGATE.search(value) else value
+    if isinstance(value, dict):
+        return {key: without_lone_surrogates(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [without_lone_surrogates(item) for item in value]
+    return value
 
 
 @cache

@@ -323,6 +323,18 @@ async def test_bad_ranges_get_32602(ctx, context_repo):
     assert anchor["code"] == -32602 and "lru.py" in anchor["message"]
 
 
+async def test_a_lone_surrogate_in_the_text_is_read_as_a_replacement_character(ctx):
+    # JSON's "\ud800" is valid JSON and no text: the tokenizer and the table refused it
+    # (-32603 internal); a UTF-8 decoder would have made it U+FFFD, and so does the server.
+    found = await request(ctx, "rag/search", {"query": "retry \ud800 failed jobs"})
+    assert found["results"]
+    added = await request(ctx, RAG_KB_ADD, {"mode": "debugger", "content": "odd \udfff note"})
+    listed = await request(ctx, RAG_KB_LIST, {"mode": "debugger"})
+    [entry] = [e for e in listed["entries"] if e["id"] == added["id"]]
+    assert entry["content"] == "odd \ufffd note"
+    await request(ctx, RAG_KB_DELETE, {"mode": "debugger", "id": added["id"]})
+
+
 async def test_a_range_that_ends_before_it_starts_gets_32602(ctx, context_repo):
     lru = uri(context_repo, "src/cache/lru.py")
     backwards = {"start": {"line": 5, "character": 0}, "end": {"line": 2, "character": 0}}

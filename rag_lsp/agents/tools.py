@@ -24,7 +24,11 @@ from rag_lsp.context.modes import unknown_mode_message
 from rag_lsp.errors import BadInputError, RagLspError
 from rag_lsp.knowledge.anchors import relative_path
 from rag_lsp.knowledge.entries import AnchorSpec
-from rag_lsp.schema_messages import schema_problems, validator_class
+from rag_lsp.schema_messages import (
+    schema_problems,
+    validator_class,
+    without_lone_surrogates,
+)
 from rag_lsp.search.results import SearchFilters
 
 TOOLS_PATH = Path(__file__).resolve().parents[2] / "schemas" / "agent-tools.json"
@@ -73,7 +77,7 @@ class WorkspaceTools:
         if name not in self._tools:
             return ToolAnswer(f"unknown tool {name!r}; the tools are "
                               + ", ".join(sorted(self._tools)), is_error=True)
-        arguments = arguments or {}
+        arguments = without_lone_surrogates(arguments or {})
         problems = schema_problems(_validator(name), arguments)
         if problems:
             return ToolAnswer(f"invalid arguments for {name}: " + "; ".join(problems),

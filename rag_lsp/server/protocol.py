@@ -14,7 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 from pygls.exceptions import JsonRpcInvalidParams
 
-from rag_lsp.schema_messages import schema_problems, validator_class
+from rag_lsp.schema_messages import (
+    schema_problems,
+    validator_class,
+    without_lone_surrogates,
+)
 
 if TYPE_CHECKING:  # ~50 ms of imports: loaded by the first request, after `initialize`
     from jsonschema import Draft202012Validator
@@ -55,7 +59,7 @@ def problems(method: str, part: str, value: Any) -> list[str]:
 def parse_params(method: str, params: Any) -> dict[str, Any]:
     """``params`` as a plain dict, or ``JsonRpcInvalidParams`` listing every problem."""
     # pygls may hand over attrs-like objects for some shapes; normalise to plain JSON values.
-    params = _plain(params)
+    params = without_lone_surrogates(_plain(params))
     found = problems(method, "params", params)
     if found:
         raise JsonRpcInvalidParams(f"invalid params for {method}: " + "; ".join(found))
