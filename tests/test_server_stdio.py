@@ -93,7 +93,10 @@ def test_stdout_carries_only_frames(tmp_path):
          {"jsonrpc": "2.0", "id": 6, "method": RAG_SEARCH})
     read_until(lambda ms: {2, 3, 5, 6} <= {m.get("id") for m in ms if "method" not in m})
     send({"jsonrpc": "2.0", "id": 4, "method": "shutdown", "params": None},
-         {"jsonrpc": "2.0", "method": "exit", "params": None})
+         # after shutdown a request is answered (a client awaits it), not served
+         {"jsonrpc": "2.0", "id": 7, "method": RAG_SEARCH, "params": {"query": "LRU cache"}})
+    read_until(lambda ms: {4, 7} <= {m.get("id") for m in ms if "method" not in m})
+    send({"jsonrpc": "2.0", "method": "exit", "params": None})
     rest, _ = server.communicate(timeout=60)
     stdout, stderr = bytes(wire) + rest, err_log.read_bytes()
     messages = parse_frames(stdout)
@@ -104,6 +107,8 @@ def test_stdout_carries_only_frames(tmp_path):
     assert by_id[5]["result"]["state"] == "ready"
     assert by_id[6]["error"]["code"] == -32602 and "$ = null" in by_id[6]["error"]["message"]
     assert by_id[4]["result"] is None
+    assert by_id[7]["error"]["code"] == -32600
+    assert "not served after `shutdown`" in by_id[7]["error"]["message"]
     assert b"stray print at exit" in stderr and b"raw fd write" in stderr
     assert server.returncode == 0
 

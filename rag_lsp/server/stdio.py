@@ -12,7 +12,7 @@ from typing import Any
 
 import cattrs
 from lsprotocol import types
-from pygls.exceptions import JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcInvalidParams, JsonRpcInvalidRequest
 from pygls.protocol import (
     JsonRPCNotification,
     JsonRPCRequestMessage,
@@ -148,6 +148,12 @@ class RagProtocol(LanguageServerProtocol):
         # file event, a cancel, the answer to one of our requests) is ignored, as pygls
         # does, but quietly: pygls warned about each, and a restart looked like a failure.
         if self._shutdown and getattr(message, "method", "") != types.EXIT:
+            if hasattr(message, "method") and getattr(message, "id", None) is not None:
+                # A request still gets an answer, as the spec asks: a client awaits it.
+                self._send_response(message.id, error=JsonRpcInvalidRequest(
+                    f"the server is shutting down: {message.method} is not served after "
+                    "`shutdown`; send `exit`").to_response_error())
+                return
             log.debug("after shutdown, ignored: %s", getattr(message, "method", "a response"))
             return
         if self._answers_a_cancelled_request(message):
