@@ -259,3 +259,15 @@ async def test_closing_a_folder_with_a_queued_rebuild_reports_no_error(sample_ro
         status = await lsp.result("rag/status", {})
         assert status["folders"] == []
         assert _problems(caplog, lsp) == []
+
+
+async def test_a_malformed_notification_is_logged_not_shown_to_the_user(caplog):
+    """pygls showed "Error in server: unhashable type: 'list'" in the editor for a cancel
+    whose id was a list: nothing a user can act on."""
+    async with InProcessServer() as lsp:
+        lsp.notify("$/cancelRequest", {"id": [1]})
+        lsp.notify("$/cancelRequest", {})
+        await lsp.request("rag/status")  # still answering
+        assert lsp.shown_errors() == []
+        logged = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+        assert any("ignored a message the server could not handle" in m for m in logged)

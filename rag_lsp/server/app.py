@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
+from pygls.exceptions import FeatureRequestError
 from pygls.lsp.server import LanguageServer
 
 from rag_lsp import __version__, memory
@@ -186,6 +187,15 @@ class RagServer(LanguageServer):
         self.watching.stop()
 
     # ---- state and messages ----------------------------------------------------------------
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        """A malformed notification (a cancel with no id, a bad file event) or a message
+        that could not be read: logged, not shown. pygls shows "Error in server: …" in the
+        editor, which says nothing a user can act on; a request's own error goes back to
+        the client that sent it anyway."""
+        if source is FeatureRequestError:  # answered to its sender (pygls, too, stops here)
+            return
+        log.warning("ignored a message the server could not handle: %s", error)
 
     def set_folder_state(self, folder: FolderIndex, state: str, message: str) -> None:
         folder.state, folder.message = state, message
