@@ -332,6 +332,23 @@ async def test_the_folder_settings_file_is_honoured_and_followed(client, repo, s
     await _appears(client, "nginx reverse proxy container", "docs/guide.md")
 
 
+async def test_a_fixed_folder_settings_file_takes_its_problems_with_it(client, repo, scratch):
+    config = repo / ".rag-lsp.json"
+    scratch.append(config)
+    config.write_text('{"topK": 0}')
+    send_file_events(client, (config, Created))
+
+    async def listed(present: bool):
+        problems = (await _status(client))["settingsProblems"]
+        return any("`topK` = 0" in p for p in problems) == present
+    await wait_until(lambda: listed(True), what="the file's problem in the status")
+    config.write_text('{"topK": 4}')
+    send_file_events(client, (config, Changed))
+    await wait_until(lambda: listed(False), what="the problem gone once the file is fixed")
+    config.unlink()
+    send_file_events(client, (config, Deleted))
+
+
 @pytest.fixture
 async def reconfigure(client):
     """Change the editor's settings (as VS Code does: a change notification, then the

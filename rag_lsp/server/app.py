@@ -57,7 +57,10 @@ class RagServer(LanguageServer):
         )
         self.init_options: Any = None
         self.settings = Settings()
-        self.settings_problems: list[str] = []
+        # What is wrong in the editor's settings, and in each folder's .rag-lsp.json, as last
+        # read: a file fixed or deleted takes its problems with it.
+        self._editor_problems: list[str] = []
+        self._folder_problems: dict[Path, list[str]] = {}
         # The editor's settings as given (camelCase) and where each key came from; a folder's
         # own .rag-lsp.json sits underneath them (see settings_for).
         self._client = ClientSettings()
@@ -120,7 +123,7 @@ class RagServer(LanguageServer):
         settings, problems = validate_settings(
             merged, source=f"the `{SETTINGS_SECTION}` settings", sources=self._client.sources
         )
-        self.settings_problems = problems
+        self._editor_problems = problems
         self._report_settings_problems(problems)
         if settings == self.settings and not first:
             return
@@ -170,12 +173,21 @@ class RagServer(LanguageServer):
     def folders(self) -> dict[str, FolderIndex]:
         return self.registry.folders
 
+    @property
+    def settings_problems(self) -> list[str]:
+        found = list(self._editor_problems)
+        for problems in self._folder_problems.values():
+            found += [p for p in problems if p not in found]
+        return found
+
     def settings_for(self, root: Path) -> Settings:
-        return self._client.for_folder(
-            root, lambda problems: self._report_settings_problems(problems, once=True))
+        found: list[str] = []
+        settings = self._client.for_folder(root, found.extend)
+        self._folder_problems[root] = found
+        self._report_settings_problems(found, once=True)
+        return settings
 
     def _report_settings_problems(self, problems: list[str], *, once: bool = False) -> None:
-        self.settings_problems += [p for p in problems if p not in self.settings_problems]
         if problems:
             self.show(types.MessageType.Warning,
                       "rag-lsp: invalid settings, defaults used instead: " + "; ".join(problems),
