@@ -111,8 +111,8 @@ def schema_problems(validator: Any, value: Any) -> list[str]:
         elif error.validator == "additionalProperties":
             allowed = sorted(error.schema.get("properties", {}))
             extra = sorted(set(error.instance) - set(allowed))
-            found += [f"{json_path([*where, key])}: unknown field (known: {', '.join(allowed)})"
-                      for key in extra]
+            known = f"known: {', '.join(allowed)}" if allowed else "it takes no fields"
+            found += [f"{json_path([*where, key])}: unknown field ({known})" for key in extra]
         else:
             found.append(f"{json_path(where)} = {show_value(error.instance)}: "
                          f"{describe_rule(error)}")

@@ -102,6 +102,7 @@ async def test_bad_arguments_are_tool_errors_that_say_how_to_fix(sample_root):
             ("search_code", {"query": "x", "top_k": 5.0}, "$.top_k = 5.0: must be an integer"),
             ("search_code", {}, "$.query: required"),
             ("search_code", {"query": "x", "colour": "red"}, "$.colour: unknown field"),
+            ("index_status", {"verbose": True}, "$.verbose: unknown field (it takes no fields)"),
             ("search_code", {"query": 42}, "$.query = 42: must be a string"),
             ("kb_list", {"mode": "astrology"}, "unknown mode 'astrology'"),
             ("kb_add", {"mode": "debugger", "content": "x",
