@@ -153,6 +153,8 @@ def test_filters_as_users_type_them(workspace, typed):
     (SearchFilters(languages=("cobol",)), "unknown language 'cobol' in the language filter; "
                                           "known: c, cpp, "),
     (SearchFilters(paths=("",)), "an empty path filter matches no file"),
+    (SearchFilters(kinds=("struct",)), "unknown kind 'struct' in the kind filter; known: "
+                                      "module, section, class"),
     (SearchFilters(paths=("src/[z-a]*",)), "the path filter `src/[z-a]*` is not a valid"),
 ])
 def test_filters_that_cannot_match_are_refused(workspace, filters, says):

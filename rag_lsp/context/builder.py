@@ -9,6 +9,7 @@ threshold is injected: an empty context is better than noise.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -111,9 +112,15 @@ def _confined(sources: Sequence[Source], path: Path, what: str) -> tuple[Source,
     if source is None:
         roots = ", ".join(str(s.workspace.root) for s in sources) or "none open"
         raise BadContextRequest(
-            f"{what}: {path} is outside the workspace folders ({roots}); context is only "
-            "read from files inside them")
+            f"{what}: {path}{_leads_to(path)} is outside the workspace folders ({roots}); "
+            "context is only read from files inside them")
     return source, rel
+
+
+def _leads_to(path: Path) -> str:
+    """Where a link leads, for a message about a path that is not where it looks."""
+    real = path.resolve()
+    return f" (a link to {real})" if real != Path(os.path.abspath(path)) else ""
 
 
 def build_context(

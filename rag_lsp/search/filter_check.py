@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from rag_lsp.chunking.languages import LANGUAGE_BY_EXTENSION, language_for
+from rag_lsp.chunking.types import KINDS
 from rag_lsp.errors import BadInputError
 from rag_lsp.globs import compile_globs
 from rag_lsp.search.results import SearchFilters
@@ -34,8 +35,13 @@ def _relative_glob(glob: str, root: Path) -> str:
 def normalised(filters: SearchFilters, root: Path) -> SearchFilters:
     """``filters`` with paths relative to ``root`` and language names in lower case;
     :class:`BadInputError` for a language no file has or a glob that cannot be read."""
-    if not (filters.paths or filters.languages):  # most searches: nothing to check
+    if not (filters.paths or filters.languages or filters.kinds):  # most searches
         return filters
+    unknown_kinds = [kind for kind in filters.kinds if kind not in KINDS]
+    if unknown_kinds:
+        raise BadInputError(f"unknown kind {unknown_kinds[0]!r} in the kind filter; known: "
+                            f"{', '.join(KINDS)} (structs, enums, traits and interfaces are "
+                            "`class`)")
     if any(not glob.strip() for glob in filters.paths):
         raise BadInputError("an empty path filter matches no file; give a glob relative to the "
                             "workspace root, e.g. `src/**`, or leave the filter out")
