@@ -271,3 +271,36 @@ def test_the_keeper_warms_up_after_its_first_index(sample_root, tmp_path):
         assert ws.embedder._query_session is not None  # noqa: SLF001
     finally:
         keeper.close()
+
+
+def test_lines_the_sdk_would_drop_are_answered_and_serving_goes_on(sample_root):
+    """Not JSON, not an object, a wrong jsonrpc, a bad id, params that are not an object:
+    the SDK dropped these unanswered (a client awaiting the answer hung)."""
+    import subprocess
+
+    server = subprocess.Popen([sys.executable, "-m", "rag_lsp", "mcp", str(sample_root)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, text=True)
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {},
+             "clientInfo": {"name": "test", "version": "0"}}
+    lines = [json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}),
+             json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+             "{not json",
+             "[1, 2, 3]",
+             json.dumps({"jsonrpc": "1.0", "id": 11, "method": "tools/list"}),
+             json.dumps({"jsonrpc": "2.0", "id": 1.5, "method": "tools/list"}),
+             json.dumps({"jsonrpc": "2.0", "id": 12, "method": "tools/call", "params": [1, 2]}),
+             "",
+             json.dumps({"jsonrpc": "2.0", "id": 13, "method": "tools/list"})]
+    try:
+        server.stdin.write("\n".join(lines) + "\n")
+        server.stdin.flush()
+        answers = [json.loads(server.stdout.readline()) for _ in range(7)]
+    finally:
+        server.stdin.close()
+        server.wait(timeout=30)
+    errors = [(a.get("id"), a["error"]["code"]) for a in answers if "error" in a]
+    assert errors == [(None, -32700), (None, -32600), (11, -32600), (None, -32600),
+                      (12, -32602)]
+    assert "params must be an object" in answers[-2]["error"]["message"]
+    assert answers[-1]["id"] == 13 and answers[-1]["result"]["tools"]  # still serving

@@ -20,10 +20,12 @@ import anyio.to_thread
 import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
 
 from rag_lsp import __version__
 from rag_lsp.agents.keeper import WorkspaceKeeper
 from rag_lsp.agents.tools import WorkspaceTools, tool_catalogue
+from rag_lsp.agents.wire_guard import GuardedStdin
 from rag_lsp.config import Settings
 
 log = logging.getLogger(__name__)
@@ -79,7 +81,14 @@ async def _serve(keeper: WorkspaceKeeper) -> None:
 
     async with anyio.create_task_group() as group:
         group.start_soon(open_at_latest)
-        async with stdio_server() as (read_stream, write_stream):
+        stdin = GuardedStdin()
+        async with stdio_server(stdin=stdin) as (read_stream, write_stream):  # type: ignore[arg-type]
+
+            async def answer(msg_id: object, code: int, message: str) -> None:
+                await write_stream.send(SessionMessage(types.JSONRPCError(
+                    jsonrpc="2.0", id=msg_id, error=types.ErrorData(code=code, message=message))))
+
+            stdin.answer_with(answer)
             await server.run(read_stream, write_stream, server.create_initialization_options())
         group.cancel_scope.cancel()  # the client went away
 

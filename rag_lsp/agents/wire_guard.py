@@ -1,0 +1,79 @@
+"""Lines the MCP SDK would drop without a word, answered as JSON-RPC asks.
+
+The SDK reads one JSON-RPC message per line of stdin. A line it cannot read (not JSON, not
+an object, a wrong ``jsonrpc``, an id that is neither string nor integer) it drops unseen,
+and a request whose ``params`` is not an object it never answers: a client awaiting the
+answer waits forever. This module looks at each line first and answers those itself (parse
+error, invalid request, invalid params), so the SDK only sees messages it can serve.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import anyio
+
+PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
+
+Answer = Callable[[Any, int, str], Awaitable[None]]  # (id or None, code, message)
+
+
+def wire_problem(line: str) -> tuple[Any, int, str] | None:
+    """``(id to answer, code, message)`` for a line the SDK would drop or leave unanswered;
+    ``None`` for a message it serves (or a notification, which gets no answer either way)."""
+    try:
+        message = json.loads(line)
+    except ValueError as exc:
+        return None, PARSE_ERROR, f"parse error: the line is not JSON ({exc})"
+    if not isinstance(message, dict):
+        return None, INVALID_REQUEST, ("invalid request: a message is one JSON object per "
+                                       "line (MCP has no batches)")
+    msg_id = message.get("id")
+    id_ok = isinstance(msg_id, str) or (isinstance(msg_id, int) and not isinstance(msg_id, bool))
+    if message.get("jsonrpc") != "2.0":
+        return (msg_id if id_ok else None), INVALID_REQUEST, (
+            'invalid request: "jsonrpc" must be "2.0"')
+    if "id" in message and not id_ok:
+        return None, INVALID_REQUEST, "invalid request: an id is a string or an integer"
+    if ("method" in message and "id" in message and "params" in message
+            and not isinstance(message["params"], dict)):
+        return msg_id, INVALID_PARAMS, (f"invalid params for {message['method']}: params "
+                                        "must be an object")
+    return None
+
+
+class GuardedStdin:
+    """Stdin's lines for the SDK, the ones :func:`wire_problem` refuses answered instead.
+
+    Reads a duplicate of fd 0, so closing it never closes the process's own stdin."""
+
+    def __init__(self) -> None:
+        self._file = anyio.wrap_file(io.TextIOWrapper(
+            os.fdopen(os.dup(0), "rb"), encoding="utf-8", errors="replace"))
+        self._answer: Answer | None = None
+        self._answering = anyio.Event()
+
+    def answer_with(self, answer: Answer) -> None:
+        """How to answer a refused line (the SDK's write stream exists only once serving)."""
+        self._answer = answer
+        self._answering.set()
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._lines()
+
+    async def _lines(self) -> AsyncIterator[str]:
+        async with self._file:
+            async for line in self._file:
+                if not line.strip():
+                    continue
+                problem = wire_problem(line)
+                if problem is None:
+                    yield line
+                    continue
+                await self._answering.wait()
+                assert self._answer is not None
+                await self._answer(*problem)
