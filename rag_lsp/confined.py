@@ -3,7 +3,8 @@
 The index only holds files inside the root, but a path read again later (a definition's whole
 text for context, an anchor's lines) may have become a link to a file outside since it was
 indexed. So the path is resolved (``..``, every link) and must land inside the root, and the
-file it landed on is opened without following a link put there in between.
+file it landed on is opened without following a link put there in between (the file itself:
+a folder above it swapped for a link in that moment is not caught).
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ class NotAFileError(OSError):
 def resolved(path: Path, what: str) -> Path:
     """``path`` with ``..`` and every link resolved; :class:`BadInputError` naming ``what``
     when the links loop (Python before 3.13 raises RuntimeError for it, later OSError)."""
+    if "\0" in str(path):
+        raise BadInputError(f"{what}: {str(path)!r} holds a NUL character; no file name can")
     try:
         return path.resolve()
     except (RuntimeError, OSError) as exc:
@@ -44,13 +47,13 @@ def real_path_inside(root: Path, rel: str) -> Path | None:
     return real
 
 
-def read_file(path: Path, *, follow_links: bool = True) -> str:
-    """The text of the regular file at ``path`` (undecodable bytes replaced). Anything else
-    raises :class:`NotAFileError` before a byte is read: opening a FIFO for reading waits
-    for a writer, so it is opened without waiting and looked at first."""
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-    if not follow_links:
-        flags |= getattr(os, "O_NOFOLLOW", 0)
+def _read_regular_file(path: Path) -> str:
+    """The text of the regular file at ``path``, a real path (a link there is not followed;
+    undecodable bytes replaced). Anything else raises :class:`NotAFileError` before a byte
+    is read: opening a FIFO for reading waits for a writer, so it is opened without waiting
+    and looked at first."""
+    flags = (os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+             | getattr(os, "O_NOFOLLOW", 0))
     fd = os.open(path, flags)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
@@ -72,4 +75,4 @@ def read_inside(root: Path, rel: str) -> str:
     real = real_path_inside(root, rel)
     if real is None:
         raise OutsideWorkspaceError(f"{rel} leads outside the workspace {root}")
-    return read_file(real, follow_links=False)
+    return _read_regular_file(real)

@@ -362,7 +362,8 @@ async def test_a_fifo_or_a_loop_of_links_gets_32602_and_the_server_keeps_answeri
         (odd / "loop_a").symlink_to(odd / "loop_b")
         (odd / "loop_b").symlink_to(odd / "loop_a")
         for ref, says in [(uri(context_repo, "odd_files/pipe.py"), "not a regular file"),
-                          (uri(context_repo, "odd_files/loop_a"), "a loop of symbolic links")]:
+                          (uri(context_repo, "odd_files/loop_a"), "a loop of symbolic links"),
+                          (uri(context_repo, "odd_files") + "/a%00b.py", "a NUL character")]:
             for params in ({"mode": "debugger", "query": "x", "tokenBudget": 100,
                             "manualContext": [ref]},
                            {"mode": "debugger", "tokenBudget": 100, "activeFile": {"uri": ref}}):

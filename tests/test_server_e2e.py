@@ -345,8 +345,12 @@ async def test_a_fixed_folder_settings_file_takes_its_problems_with_it(client, r
     config.write_text('{"topK": 4}')
     send_file_events(client, (config, Changed))
     await wait_until(lambda: listed(False), what="the problem gone once the file is fixed")
+    config.write_text('{"topK": 0}')
+    send_file_events(client, (config, Changed))
+    await wait_until(lambda: listed(True), what="the file's problem back")
     config.unlink()
     send_file_events(client, (config, Deleted))
+    await wait_until(lambda: listed(False), what="the problem gone with the file")
 
 
 @pytest.fixture

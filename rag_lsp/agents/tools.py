@@ -22,7 +22,7 @@ from rag_lsp.agents.keeper import WorkspaceKeeper
 from rag_lsp.confined import resolved
 from rag_lsp.context.modes import unknown_mode_message
 from rag_lsp.errors import BadInputError, RagLspError
-from rag_lsp.knowledge.anchors import relative_path
+from rag_lsp.knowledge.anchors import read_lines, relative_path
 from rag_lsp.knowledge.entries import AnchorSpec
 from rag_lsp.schema_messages import (
     schema_problems,
@@ -172,12 +172,13 @@ class WorkspaceTools:
         end = raw.get("end_line")
         if start is None and end is not None:  # up to end_line
             start = 1
-        if start is None:  # the whole file
-            target = resolved(root / rel, f"$.anchors[{position}].path")
-            if not target.is_relative_to(root.resolve()) or not target.is_file():
+        if start is None:  # the whole file, its lines counted as the anchor counts them
+            resolved(root / rel, f"$.anchors[{position}].path")  # a loop of links named
+            try:
+                start, end = 1, max(1, len(read_lines(root, rel)))
+            except OSError as exc:  # missing, outside through a link, a FIFO, a folder…
                 raise BadInputError(f"$.anchors[{position}].path = {raw['path']!r}: no such "
-                                    "file in the workspace")
-            start, end = 1, max(1, len(target.read_text("utf-8", "replace").splitlines()))
+                                    "file in the workspace") from exc
         elif end is None:
             end = start
         if end < start:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from rag_lsp.chunking import chunk_document
 from rag_lsp.chunking.languages import language_for
 from rag_lsp.chunking.types import ChunkOptions, TokenCounter
-from rag_lsp.confined import read_file, read_inside, resolved
+from rag_lsp.confined import read_inside, resolved
 from rag_lsp.context.modes import profile_for, rerank
 from rag_lsp.context.packing import ContextItem, Dropped, Packer
 from rag_lsp.context.query import derive_query
@@ -82,11 +82,13 @@ class Source:
             return None
 
 
-def _read_lines(path: Path, what: str) -> list[str]:
+def _read_lines(source: Source, rel: str, what: str) -> list[str]:
+    """The lines of a file :func:`_confined` found inside ``source``, read by that
+    relative path: a link swapped in since is not followed out."""
     try:
-        text = read_file(path)
+        text = read_inside(source.workspace.root, rel)
     except OSError as exc:
-        raise BadContextRequest(f"{what}: cannot read {path}: {exc.strerror or exc}") from exc
+        raise BadContextRequest(f"{what}: cannot read {rel}: {exc.strerror or exc}") from exc
     return split_lines(text)
 
 
@@ -141,8 +143,8 @@ def build_context(
         if source is not None:
             active_rel[id(source)] = rel
         if not query:
-            _confined(sources, request.active_file, "activeFile")
-            lines = _read_lines(request.active_file, "activeFile")
+            lines = _read_lines(*_confined(sources, request.active_file, "activeFile"),
+                                "activeFile")
             if request.selection is not None:
                 first, last = request.selection
                 if not 1 <= first <= last <= len(lines):
@@ -166,7 +168,7 @@ def build_context(
 def _add_manual(sources: Sequence[Source], ref: ManualRef, what: str, packer: Packer,
                 counter: TokenCounter) -> None:
     source, rel = _confined(sources, ref.path, what)
-    lines = _read_lines(ref.path, what)
+    lines = _read_lines(source, rel, what)
     start, end = ref.start_line or 1, ref.end_line or len(lines)
     if not (1 <= start <= end <= len(lines)):
         raise BadContextRequest(

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
-from pygls.exceptions import FeatureRequestError
 from pygls.lsp.server import LanguageServer
 
 from rag_lsp import __version__, memory
@@ -23,8 +22,13 @@ from rag_lsp.config import Settings, validate_settings
 from rag_lsp.context.modes import unknown_mode_message
 from rag_lsp.errors import RagLspError
 from rag_lsp.priority import SearchFirst
-from rag_lsp.server.client_settings import ClientSettings, only_search_changed
-from rag_lsp.server.errors import RagRequestError, bad_input, not_initialized
+from rag_lsp.server.client_settings import (
+    ClientSettings,
+    SettingsProblems,
+    fetch_configuration,
+    only_search_changed,
+)
+from rag_lsp.server.errors import RagRequestError, bad_input, not_initialized, report_server_error
 from rag_lsp.server.features import file_events, indexing, watching
 from rag_lsp.server.folders import FolderIndex, uri_to_path
 from rag_lsp.server.methods import RAG_INDEX_STATUS, SETTINGS_SECTION
@@ -57,10 +61,7 @@ class RagServer(LanguageServer):
         )
         self.init_options: Any = None
         self.settings = Settings()
-        # What is wrong in the editor's settings, and in each folder's .rag-lsp.json, as last
-        # read: a file fixed or deleted takes its problems with it.
-        self._editor_problems: list[str] = []
-        self._folder_problems: dict[Path, list[str]] = {}
+        self.settings_problems = SettingsProblems()
         # The editor's settings as given (camelCase) and where each key came from; a folder's
         # own .rag-lsp.json sits underneath them (see settings_for).
         self._client = ClientSettings()
@@ -88,7 +89,7 @@ class RagServer(LanguageServer):
     async def start(self) -> None:
         """After ``initialized``: settings, model, folders, watchers, first indexing runs."""
         self._loop = asyncio.get_running_loop()
-        await self._apply_settings(await self._fetch_configuration(), first=True)
+        await self._apply_settings(await fetch_configuration(self), first=True)
         self.started = True
         self._started.set()
         self.send_index_status()
@@ -100,30 +101,16 @@ class RagServer(LanguageServer):
         if isinstance(pushed, dict) and isinstance(pushed.get(SETTINGS_SECTION), dict):
             configuration = pushed[SETTINGS_SECTION]
         else:
-            configuration = await self._fetch_configuration()
+            configuration = await fetch_configuration(self)
         await self._apply_settings(configuration)
         self.send_index_status()
-
-    async def _fetch_configuration(self) -> Any:
-        caps = self.client_capabilities.workspace
-        if not (caps and caps.configuration):
-            return None
-        try:
-            answer = await self.workspace_configuration_async(
-                types.ConfigurationParams(items=[types.ConfigurationItem(
-                    section=SETTINGS_SECTION)])
-            )
-        except Exception as exc:
-            log.warning("could not read the editor's %s settings: %s", SETTINGS_SECTION, exc)
-            return None
-        return answer[0] if answer else None
 
     async def _apply_settings(self, configuration: Any, *, first: bool = False) -> None:
         merged, self._client = ClientSettings.merge(self.init_options, configuration)
         settings, problems = validate_settings(
             merged, source=f"the `{SETTINGS_SECTION}` settings", sources=self._client.sources
         )
-        self._editor_problems = problems
+        self.settings_problems.editor = problems
         self._report_settings_problems(problems)
         if settings == self.settings and not first:
             return
@@ -173,17 +160,10 @@ class RagServer(LanguageServer):
     def folders(self) -> dict[str, FolderIndex]:
         return self.registry.folders
 
-    @property
-    def settings_problems(self) -> list[str]:
-        found = list(self._editor_problems)
-        for problems in self._folder_problems.values():
-            found += [p for p in problems if p not in found]
-        return found
-
     def settings_for(self, root: Path) -> Settings:
         found: list[str] = []
         settings = self._client.for_folder(root, found.extend)
-        self._folder_problems[root] = found
+        self.settings_problems.set_folder(root, found)
         self._report_settings_problems(found, once=True)
         return settings
 
@@ -200,14 +180,7 @@ class RagServer(LanguageServer):
 
     # ---- state and messages ----------------------------------------------------------------
 
-    def report_server_error(self, error: Exception, source: Any) -> None:
-        """A malformed notification (a cancel with no id, a bad file event) or a message
-        that could not be read: logged, not shown. pygls shows "Error in server: …" in the
-        editor, which says nothing a user can act on; a request's own error goes back to
-        the client that sent it anyway."""
-        if source is FeatureRequestError:  # answered to its sender (pygls, too, stops here)
-            return
-        log.warning("ignored a message the server could not handle: %s", error)
+    report_server_error = report_server_error  # logged, not popped up (see errors.py)
 
     def set_folder_state(self, folder: FolderIndex, state: str, message: str) -> None:
         folder.state, folder.message = state, message

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from lsprotocol import types
 
 from rag_lsp.config import (
     CONFIG_FILE_NAME,
@@ -18,6 +21,8 @@ from rag_lsp.config import (
 )
 from rag_lsp.errors import ConfigError
 from rag_lsp.server.methods import SETTINGS_SECTION
+
+log = logging.getLogger(__name__)
 
 # Settings read per search; changing only these needs no re-index.
 SEARCH_SETTINGS = {"top_k", "threshold", "answer_threshold", "knowledge_threshold",
@@ -79,6 +84,43 @@ class ClientSettings:
             return settings
         return dataclasses.replace(settings,
                                    index_path=str(folder_index_dir(Path(index_path), root)))
+
+
+async def fetch_configuration(server: Any) -> Any:
+    """The editor's ``ragLsp`` settings, asked for (``workspace/configuration``) when the
+    client can answer; ``None`` otherwise or when asking fails."""
+    caps = server.client_capabilities.workspace
+    if not (caps and caps.configuration):
+        return None
+    try:
+        answer = await server.workspace_configuration_async(types.ConfigurationParams(
+            items=[types.ConfigurationItem(section=SETTINGS_SECTION)]))
+    except Exception as exc:
+        log.warning("could not read the editor's %s settings: %s", SETTINGS_SECTION, exc)
+        return None
+    return answer[0] if answer else None
+
+
+class SettingsProblems:
+    """What is wrong in the editor's settings and in each folder's ``.rag-lsp.json``, as
+    each was last read: a file fixed or deleted, or a folder closed, takes its problems
+    with it."""
+
+    def __init__(self) -> None:
+        self.editor: list[str] = []
+        self._folders: dict[Path, list[str]] = {}
+
+    def set_folder(self, root: Path, problems: list[str]) -> None:
+        self._folders[root.resolve()] = problems
+
+    def forget_folder(self, root: Path) -> None:
+        self._folders.pop(root.resolve(), None)
+
+    def all(self) -> list[str]:
+        found = list(self.editor)
+        for problems in self._folders.values():
+            found += [p for p in problems if p not in found]
+        return found
 
 
 def folder_index_dir(index_path: Path, root: Path) -> Path:

@@ -31,7 +31,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from pygls.exceptions import JsonRpcException
+from pygls.exceptions import FeatureRequestError, JsonRpcException
 
 from rag_lsp import errors
 
@@ -115,3 +115,14 @@ def rag_request(server: Any, method: str) -> Callable[[Handler], Handler]:
         return guarded
 
     return register
+
+
+def report_server_error(server: Any, error: Exception, source: Any) -> None:
+    """pygls's hook for a failure no request answers: a malformed notification (a cancel
+    with a list for an id, a bad file event), a message that could not be read, a handler
+    of a notification that raised. Logged with its traceback (the editor's output shows
+    it), not popped up as "Error in server: …", which says nothing a user can act on. A
+    request's own error goes back to its sender (pygls, too, stops there)."""
+    if source is FeatureRequestError:
+        return
+    log.error("a message from the client could not be handled: %s", error, exc_info=error)

@@ -81,6 +81,7 @@ class FolderRegistry:
         if folder is not None:
             folder.close()
             self.server.watching.remove_folder(uri)
+            self.server.settings_problems.forget_folder(folder.root)
         return folder
 
     async def _retire(self, uri: str) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from rag_lsp.config import Settings
+from rag_lsp.server.client_settings import SettingsProblems
 from rag_lsp.server.folders import FolderIndex
 
 
@@ -67,7 +68,7 @@ class ServerState(Protocol):
     init_options: Any
     initialize_received: bool
     started: bool
-    settings_problems: list[str]
+    settings_problems: SettingsProblems
 
     @property
     def enabled(self) -> bool: ...

@@ -61,5 +61,5 @@ def server_status(server: ServerState) -> dict:
             "loaded": model is not None,
         },
         "degradedReason": str(server.model_error) if server.model_error else None,
-        "settingsProblems": server.settings_problems,
+        "settingsProblems": server.settings_problems.all(),
     }
