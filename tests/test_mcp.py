@@ -93,7 +93,6 @@ async def test_every_tool_end_to_end(sample_root):
         assert "def hash_password" in text  # …and the code
 
 
-
 async def test_bad_arguments_are_tool_errors_that_say_how_to_fix(sample_root):
     async with mcp_client(sample_root) as session:
         await wait_ready(session)
@@ -290,17 +289,21 @@ def test_lines_the_sdk_would_drop_are_answered_and_serving_goes_on(sample_root):
              json.dumps({"jsonrpc": "1.0", "id": 11, "method": "tools/list"}),
              json.dumps({"jsonrpc": "2.0", "id": 1.5, "method": "tools/list"}),
              json.dumps({"jsonrpc": "2.0", "id": 12, "method": "tools/call", "params": [1, 2]}),
+             json.dumps({"jsonrpc": "2.0", "id": 14}),
+             json.dumps({"jsonrpc": "2.0", "id": 15, "method": 5}),
              "",
+             json.dumps({"jsonrpc": "2.0", "id": 16, "method": "ping", "params": None}),
              json.dumps({"jsonrpc": "2.0", "id": 13, "method": "tools/list"})]
     try:
         server.stdin.write("\n".join(lines) + "\n")
         server.stdin.flush()
-        answers = [json.loads(server.stdout.readline()) for _ in range(7)]
+        answers = [json.loads(server.stdout.readline()) for _ in range(10)]
     finally:
         server.stdin.close()
         server.wait(timeout=30)
     errors = [(a.get("id"), a["error"]["code"]) for a in answers if "error" in a]
     assert errors == [(None, -32700), (None, -32600), (11, -32600), (None, -32600),
-                      (12, -32602)]
-    assert "params must be an object" in answers[-2]["error"]["message"]
+                      (12, -32602), (14, -32600), (15, -32600)]
+    assert "params must be an object" in answers[5]["error"]["message"]
+    assert answers[-2] == {"jsonrpc": "2.0", "id": 16, "result": {}}  # null params: absent
     assert answers[-1]["id"] == 13 and answers[-1]["result"]["tools"]  # still serving

@@ -39,8 +39,14 @@ def wire_problem(line: str) -> tuple[Any, int, str] | None:
             'invalid request: "jsonrpc" must be "2.0"')
     if "id" in message and not id_ok:
         return None, INVALID_REQUEST, "invalid request: an id is a string or an integer"
-    if ("method" in message and "id" in message and "params" in message
-            and not isinstance(message["params"], dict)):
+    if "method" in message and not isinstance(message["method"], str):
+        return (msg_id if "id" in message else None), INVALID_REQUEST, (
+            "invalid request: a method is a string")
+    if "method" not in message and not ({"result", "error"} & message.keys()):
+        return (msg_id if "id" in message else None), INVALID_REQUEST, (
+            "invalid request: a message needs a method (or is an answer: result or error)")
+    params = message.get("params")  # null is taken as absent, as the SDK takes it
+    if "method" in message and "id" in message and not isinstance(params, dict | None):
         return msg_id, INVALID_PARAMS, (f"invalid params for {message['method']}: params "
                                         "must be an object")
     return None
@@ -49,11 +55,17 @@ def wire_problem(line: str) -> tuple[Any, int, str] | None:
 class GuardedStdin:
     """Stdin's lines for the SDK, the ones :func:`wire_problem` refuses answered instead.
 
-    Reads a duplicate of fd 0, so closing it never closes the process's own stdin."""
+    Reads a duplicate of fd 0 and points fd 0 at the null device, as the SDK does with the
+    stdin it reads itself (given a stdin, it leaves fd 0 alone): a child process or stray
+    read then meets the end of input, never the wire."""
 
     def __init__(self) -> None:
+        wire = os.dup(0)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
         self._file = anyio.wrap_file(io.TextIOWrapper(
-            os.fdopen(os.dup(0), "rb"), encoding="utf-8", errors="replace"))
+            os.fdopen(wire, "rb"), encoding="utf-8", errors="replace"))
         self._answer: Answer | None = None
         self._answering = anyio.Event()
 
