@@ -541,7 +541,8 @@ class Workspace:
         with self.priority.searching():
             results = self._read(read)
         if not results and (filters.paths or filters.languages):
-            unmatched = nothing_matches(filters, self._read(lambda s: list(s.file_records())))
+            unmatched = nothing_matches(filters, self._read(lambda s: list(s.file_records())),
+                                        self.root)
             warnings += [unmatched] if unmatched else []
         took_ms = (time.perf_counter() - started) * 1000
         return SearchResponse(query, mode, took_ms, results, warnings, attempts[-1])

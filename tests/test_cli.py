@@ -119,6 +119,19 @@ def test_batch_lines_that_are_not_queries_say_where(cli, repo, tmp_path):
     assert proc.returncode == 1 and "not both" in proc.stderr
 
 
+def test_text_the_locale_cannot_read_is_searched_not_a_traceback(cli, repo, tmp_path):
+    # A byte that is not UTF-8 in argv reaches Python as a lone surrogate, as does JSON's
+    # "\ud800" in a batch line: the tokenizer refused both with a TypeError.
+    proc = cli("search", "hash a password \udcff", "--root", str(repo), "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["results"][0]["path"] == "src/auth/passwords.py"
+    batch = tmp_path / "odd.jsonl"
+    batch.write_text('{"id": 1, "query": "hash a password \\ud800"}\n')
+    proc = cli("search", "--batch", str(batch), "--root", str(repo), "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["results"][0]["path"] == "src/auth/passwords.py"
+
+
 def test_a_batch_from_stdin(repo):
     proc = rag_process("search", "--batch", "-", "--root", str(repo), "--json",
                        stdin='{"id": "s", "query": "hash a password"}\n')

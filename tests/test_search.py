@@ -131,8 +131,8 @@ def test_filter_matching_nothing_returns_nothing(workspace):
     response = workspace.search("password", threshold=0.0, filters=filters)
     assert response.results == []
     assert response.warnings == [  # not left to look like the threshold's doing
-        "no indexed file matches the filters (paths nothing/here/**): path filters are "
-        "gitignore-style globs relative to the workspace root, e.g. `src/**`"]
+        f"no indexed file in {workspace.root} matches the filters (paths nothing/here/**): "
+        "path filters are gitignore-style globs relative to the workspace root, e.g. `src/**`"]
 
 
 @pytest.mark.parametrize("typed", [

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from rag_lsp.errors import RagLspError
+from rag_lsp.schema_messages import without_lone_surrogates
 from rag_lsp.search.results import SearchFilters
 from rag_lsp.workspace import Workspace
 
@@ -46,7 +47,7 @@ def read_queries(path: Path) -> list[tuple[int, object, str | None, str | None]]
             items.append((number, got, None,
                           f'{path}:{number}: expected {{"id": ..., "query": "text"}}'))
             continue
-        items.append((number, item.get("id"), item["query"], None))
+        items.append((number, item.get("id"), without_lone_surrogates(item["query"]), None))
     return items
 
 

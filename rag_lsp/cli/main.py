@@ -16,6 +16,7 @@ from rag_lsp.config import Settings, load_settings
 from rag_lsp.errors import RagLspError
 from rag_lsp.indexing.progress import IndexReport
 from rag_lsp.memory import set_up_process
+from rag_lsp.schema_messages import without_lone_surrogates
 from rag_lsp.search.results import MODES, SearchFilters
 
 if TYPE_CHECKING:  # the engine (LanceDB, onnxruntime) loads when a command needs it
@@ -338,6 +339,9 @@ def main(argv: list[str] | None = None) -> int:
         argv = ["serve", *argv]
     _Parser.json_errors = "--json" in argv
     args = parser.parse_args(argv)
+    for text in ("query", "content"):  # bytes the locale cannot read arrive as lone surrogates
+        if isinstance(getattr(args, text, None), str):
+            setattr(args, text, without_lone_surrogates(getattr(args, text)))
     if args.command == "serve":
         return cmd_serve(args)  # the server sets up its own logging (stdout is the wire)
     level = logging.INFO if args.verbose else logging.WARNING

@@ -58,8 +58,10 @@ def normalised(filters: SearchFilters, root: Path) -> SearchFilters:
     return dataclasses.replace(filters, paths=paths, languages=languages)
 
 
-def nothing_matches(filters: SearchFilters, indexed_paths: Iterable[str]) -> str | None:
-    """A warning when no indexed file passes ``filters``' paths and languages."""
+def nothing_matches(filters: SearchFilters, indexed_paths: Iterable[str],
+                    root: Path) -> str | None:
+    """A warning when no indexed file of the workspace at ``root`` passes ``filters``' paths
+    and languages (named, since a server searching several folders merges their warnings)."""
     if not (filters.paths or filters.languages):
         return None
     spec = compile_globs(filters.paths, "the path filter") if filters.paths else None
@@ -69,5 +71,5 @@ def nothing_matches(filters: SearchFilters, indexed_paths: Iterable[str]) -> str
             return None
     asked = [f"paths {', '.join(filters.paths)}"] if filters.paths else []
     asked += [f"languages {', '.join(filters.languages)}"] if filters.languages else []
-    return (f"no indexed file matches the filters ({'; '.join(asked)}): path filters are "
-            "gitignore-style globs relative to the workspace root, e.g. `src/**`")
+    return (f"no indexed file in {root} matches the filters ({'; '.join(asked)}): path "
+            "filters are gitignore-style globs relative to the workspace root, e.g. `src/**`")

@@ -7,6 +7,9 @@
 // reached, snippets go first (lowest ranked first), then whole results, and the answer says
 // what was left out and how to get it.
 import type { ContextResponse, SearchResponse, SearchResult } from "./protocol";
+
+// The share of the budget the server's packer leaves unused (rag_lsp/context/packing.py).
+const SAFETY_MARGIN = 0.1;
 import { lineSpan } from "./results";
 import { pyRepr } from "./toolSchema";
 
@@ -139,6 +142,13 @@ export interface ContextAnswerOptions {
 export function contextAnswer(response: ContextResponse, options: ContextAnswerOptions): string {
   const { query, mode } = options;
   const notes = options.notes ?? [];
+  const leftOut = response.dropped.filter((item) => item.reason === "budget");
+  if (!response.items.length && leftOut.length) {
+    const smallest = Math.min(...leftOut.map((item) => item.tokens));
+    const needed = Math.ceil(smallest / (1 - SAFETY_MARGIN)); // the packer keeps a margin free
+    return [...notes, `Nothing fits token_budget ${response.budget}: ${leftOut.length} relevant item(s) were found, ` +
+      `the smallest ${smallest} tokens; ask again with token_budget ${needed} or more.`].join("\n");
+  }
   if (!response.items.length) {
     return [...notes, `Nothing relevant to ${pyRepr(query)} in the workspace or the ${mode} knowledge base.`].join("\n");
   }
@@ -146,7 +156,6 @@ export function contextAnswer(response: ContextResponse, options: ContextAnswerO
   for (const item of response.items) sources.set(item.source, (sources.get(item.source) ?? 0) + 1);
   let summary = `${mode} context for ${pyRepr(query)}: ${response.totalTokens} of ${response.budget} tokens, ` +
     [...sources].map(([source, n]) => `${n} ${source}`).join(", ") + " item(s)";
-  const leftOut = response.dropped.filter((item) => item.reason === "budget");
   if (leftOut.length) {
     summary += `; ${leftOut.length} more did not fit (` +
       leftOut.slice(0, 5).map((item) => itemWhere(item) || item.title).join(", ") + ")";

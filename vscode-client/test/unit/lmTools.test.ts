@@ -208,6 +208,15 @@ describe("rag-lsp_getContext", () => {
       "Nothing relevant to 'anything' in the workspace or the debugger knowledge base.");
   });
 
+  it("says which budget would fit when relevant items were found but none fit", () => {
+    const [first, duplicate, last] = packed.dropped; // budget, duplicate, budget
+    const tooBig = { ...packed, context: "", items: [], totalTokens: 0, budget: 150,
+      dropped: [{ ...first, tokens: 640 }, { ...duplicate, tokens: 90 }, { ...last, tokens: 180 }] };
+    expect(contextAnswer(tooBig, { query: "q", mode: "debugger" })).toBe(
+      "Nothing fits token_budget 150: 2 relevant item(s) were found, the smallest 180 tokens; " +
+      "ask again with token_budget 200 or more.");
+  });
+
   it("formats without the tool too (contextAnswer)", () => {
     expect(contextAnswer({ ...packed, dropped: [] }, { query: "q", mode: "planning" }).split("\n")[0])
       .toBe("planning context for 'q': 300 of 4000 tokens, 1 knowledge, 2 codebase item(s)");
