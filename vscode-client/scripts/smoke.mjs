@@ -130,7 +130,9 @@ const found = await callTool("rag-lsp_searchCode", { query: "retry a job on conn
 check(/^1 file for 'retry a job on connection errors', best first \((hybrid|lexical) search, \d+ ms\):\n\nrunner\.py:1-7  run_with_retries \(function\)  score 0\.\d\d\n  1  def run_with_retries\(job, attempts=3\):\n  2      for i in range\(attempts\):$/.test(found),
   "search tool answers through rag/search", found);
 const none = await callTool("rag-lsp_searchCode", { query: "x", paths: ["docs/**"] });
-check(/^No relevant code found for 'x'/.test(none), "search tool passes filters", none);
+// The server says the filter matched no file (a warning above the answer): proof it got there.
+check(/^no indexed file in \S+ matches the filters \(paths docs\/\*\*\)[^\n]*\nNo relevant code found for 'x'/.test(none),
+  "search tool passes filters", none);
 const gathered = await callTool("rag-lsp_getContext", { query: "retry a job on connection errors", token_budget: 2000 });
 check(/^debugger context for 'retry a job on connection errors': \d+ of 2000 tokens, .*item\(s\)\n\n/.test(gathered) && /run_with_retries/.test(gathered),
   "context tool answers through rag/injectContext", gathered.slice(0, 300));
