@@ -38,14 +38,13 @@ def compile_globs(patterns: Iterable[str], what: str) -> pathspec.GitIgnoreSpec:
     try:
         return pathspec.GitIgnoreSpec.from_lines(patterns)
     except (ValueError, re.error):
-        pass
-    for pattern in patterns:
-        problem = pattern_problem(pattern)
-        if problem:
-            raise BadInputError(
-                f"{what} `{pattern}` is not a valid gitignore-style glob ({problem}). "
-                f"{GLOB_HINT}.")
-    raise AssertionError("the patterns failed together but compile one by one")
+        for pattern in patterns:  # each line compiles on its own: one of them failed
+            problem = pattern_problem(pattern)
+            if problem:
+                raise BadInputError(
+                    f"{what} `{pattern}` is not a valid gitignore-style glob ({problem}). "
+                    f"{GLOB_HINT}.") from None
+        raise
 
 
 def lenient_globs(lines: list[str], source: object) -> pathspec.GitIgnoreSpec:
