@@ -27,7 +27,8 @@ class NotAFileError(OSError):
 
 def resolved(path: Path, what: str) -> Path:
     """``path`` with ``..`` and every link resolved; :class:`BadInputError` naming ``what``
-    when the links loop (Python before 3.13 raises RuntimeError for it, later OSError)."""
+    when it holds a NUL or its links loop (Python before 3.13 raises RuntimeError for a
+    loop, later OSError)."""
     if "\0" in str(path):
         raise BadInputError(f"{what}: {str(path)!r} holds a NUL character; no file name can")
     try:
