@@ -61,6 +61,10 @@ def _retrying_conflicts(write: Callable[[], object]) -> object:
     raise AssertionError("unreachable")
 
 
+# How long a table another process is creating may stay listed but not openable.
+BORN_WAIT_SECONDS = 2.0
+
+
 def knowledge_schema(dim: int) -> pa.Schema:
     return pa.schema(
         [
@@ -135,7 +139,7 @@ class KnowledgeTable:
                     # caches bounded as the chunks' are (entries are few, versions many).
                     self._db = connect(self.index_dir, new_session(index_cache_bytes(0)))
                 if KNOWLEDGE in self._db.list_tables().tables:
-                    self._table = self._checked(self._db.open_table(KNOWLEDGE))
+                    self._table = self._checked(self._open_listed())
                 elif create:
                     self._table = self._db.create_table(
                         KNOWLEDGE, schema=knowledge_schema(self.dimension), exist_ok=True
@@ -143,6 +147,19 @@ class KnowledgeTable:
             except (OSError, ValueError, RuntimeError) as exc:
                 raise self.damage(exc) from exc
             return self._table
+
+    def _open_listed(self) -> lancedb.table.Table:
+        """The listed table. Another process creating it makes its folder (listed) before
+        its first version (openable): for a moment it is "not found", which is not damage."""
+        assert self._db is not None
+        deadline = time.monotonic() + BORN_WAIT_SECONDS
+        while True:
+            try:
+                return self._db.open_table(KNOWLEDGE)
+            except ValueError as exc:
+                if "was not found" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
 
     def _checked(self, table: lancedb.table.Table) -> lancedb.table.Table:
         """``table``, once every recorded file is found as it was written. A file that
