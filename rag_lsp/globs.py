@@ -8,6 +8,7 @@ is refused with a message naming it.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections.abc import Iterable
@@ -33,10 +34,11 @@ def pattern_problem(pattern: str) -> str | None:
 
 def compile_globs(patterns: Iterable[str], what: str) -> pathspec.GitIgnoreSpec:
     """``patterns`` as one spec; :class:`BadInputError` naming ``what`` (e.g. "--path") and the
-    first pattern that cannot be read."""
-    patterns = list(patterns)
+    first pattern that cannot be read. Compiled once per set of patterns: a filtered search
+    checks, applies and (when nothing matched) explains the same ones."""
+    patterns = tuple(patterns)
     try:
-        return pathspec.GitIgnoreSpec.from_lines(patterns)
+        return _compiled(patterns)
     except (ValueError, re.error):
         for pattern in patterns:  # each line compiles on its own: one of them failed
             problem = pattern_problem(pattern)
@@ -45,6 +47,11 @@ def compile_globs(patterns: Iterable[str], what: str) -> pathspec.GitIgnoreSpec:
                     f"{what} `{pattern}` is not a valid gitignore-style glob ({problem}). "
                     f"{GLOB_HINT}.") from None
         raise
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled(patterns: tuple[str, ...]) -> pathspec.GitIgnoreSpec:
+    return pathspec.GitIgnoreSpec.from_lines(patterns)
 
 
 def lenient_globs(lines: list[str], source: object) -> pathspec.GitIgnoreSpec:

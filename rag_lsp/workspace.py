@@ -60,7 +60,7 @@ from rag_lsp.store.compaction_times import CompactionTimes
 from rag_lsp.store.draft import DraftIndex
 from rag_lsp.store.lance_store import ChunkStore
 from rag_lsp.store.live_index import LiveIndex
-from rag_lsp.store.manifest import REBUILD_HINT, SCHEMA_VERSION, IndexManifest
+from rag_lsp.store.manifest import SCHEMA_VERSION, IndexManifest, without_rebuild_hint
 from rag_lsp.store.sql import all_of, quote
 from rag_lsp.store.staging import discard, fresh_staging, swap_under_way
 from rag_lsp.store.stored_places import STORED_COLUMNS, read_stored
@@ -374,7 +374,7 @@ class Workspace:
             except IndexCorruptError as exc:
                 if full:
                     raise
-                why = str(exc).replace(REBUILD_HINT, "").strip()  # the rebuild is under way
+                why = without_rebuild_hint(str(exc))  # the rebuild is under way
                 log.warning("%s; rebuilding it from the workspace", why)
                 report = self._index_locked(True, progress)
                 report.rebuilt_because = why

@@ -19,6 +19,11 @@ MANIFEST_NAME = "manifest.json"
 REBUILD_HINT = "Run `rag-lsp index --full` to rebuild the index from the workspace."
 
 
+def without_rebuild_hint(message: str) -> str:
+    """``message`` without :data:`REBUILD_HINT`, for a caller already rebuilding."""
+    return message.replace(REBUILD_HINT, "").strip()
+
+
 @dataclass
 class IndexManifest:
     schema_version: int

@@ -14,6 +14,7 @@ from rag_lsp.server.errors import rag_request
 from rag_lsp.server.folders import FolderIndex, path_to_uri
 from rag_lsp.server.methods import RAG_SEARCH, RAG_STATUS
 from rag_lsp.server.protocol import parse_params
+from rag_lsp.store.manifest import without_rebuild_hint
 
 if TYPE_CHECKING:
     from rag_lsp.server.state import ServerState
@@ -93,7 +94,7 @@ async def search(server: ServerState, args: dict) -> dict:
     for folder, answer in zip(folders, answers, strict=True):
         if isinstance(answer, IndexCorruptError) and not folder.running:
             server.indexing.start_run(folder)  # the run rebuilds a damaged index by itself
-            damage = str(answer).split(" Run `")[0]
+            damage = without_rebuild_hint(str(answer))
             answer = IndexCorruptError(f"{damage} It is being rebuilt from the workspace "
                                        "now; search again when the folder is ready.")
         if isinstance(answer, RagLspError):
