@@ -2,9 +2,9 @@
 
 The index only holds files inside the root, but a path read again later (a definition's whole
 text for context, an anchor's lines) may have become a link to a file outside since it was
-indexed. So the path is resolved (``..``, every link) and must land inside the root, and the
-file it landed on is opened without following a link put there in between (the file itself:
-a folder above it swapped for a link in that moment is not caught).
+indexed. So the path is resolved (``..``, every link) and must land inside the root. The
+file it landed on is then opened one folder at a time from the root, following no link: a
+file or a folder above it swapped for a link in between is refused, not followed out.
 """
 
 from __future__ import annotations
@@ -48,14 +48,42 @@ def real_path_inside(root: Path, rel: str) -> Path | None:
     return real
 
 
-def _read_regular_file(path: Path) -> str:
-    """The text of the regular file at ``path``, a real path (a link there is not followed;
-    undecodable bytes replaced). Anything else raises :class:`NotAFileError` before a byte
-    is read: opening a FIFO for reading waits for a writer, so it is opened without waiting
-    and looked at first."""
-    flags = (os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-             | getattr(os, "O_NOFOLLOW", 0))
-    fd = os.open(path, flags)
+_NO_LINK = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+_WALKS_FOLDERS = os.open in os.supports_dir_fd and hasattr(os, "O_DIRECTORY")
+
+
+def _open_below(root: Path, parts: tuple[str, ...], flags: int) -> int:
+    """An open descriptor of ``root / *parts``, reached one folder at a time from ``root``
+    without following a link (where the platform allows; else the last part only)."""
+    if not _WALKS_FOLDERS:
+        return os.open(root.joinpath(*parts), flags | _NO_LINK)
+    folder = os.open(root, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        for part in parts[:-1]:
+            below = os.open(part, os.O_RDONLY | os.O_DIRECTORY | _NO_LINK, dir_fd=folder)
+            os.close(folder)
+            folder = below
+        return os.open(parts[-1], flags | _NO_LINK, dir_fd=folder)
+    finally:
+        os.close(folder)
+
+
+def _read_regular_file(root: Path, parts: tuple[str, ...]) -> str:
+    """The text of the regular file at ``root / *parts``, a real path (no link on it is
+    followed; undecodable bytes replaced). Anything else raises :class:`NotAFileError`
+    before a byte is read: opening a FIFO for reading waits for a writer, so it is opened
+    without waiting and looked at first."""
+    path = root.joinpath(*parts)
+    if not parts:
+        raise NotAFileError(errno.EISDIR, "the workspace folder itself, not a file", str(path))
+    try:
+        fd = _open_below(root, parts, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):  # a link where a real path was
+            raise OutsideWorkspaceError(
+                exc.errno, "a link took the place of a file or folder on its path while it "
+                "was read; it is not followed", str(path)) from exc
+        raise
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise NotAFileError(errno.EINVAL, "not a regular file (a FIFO, socket or device)",
@@ -76,4 +104,5 @@ def read_inside(root: Path, rel: str) -> str:
     real = real_path_inside(root, rel)
     if real is None:
         raise OutsideWorkspaceError(f"{rel} leads outside the workspace {root}")
-    return _read_regular_file(real)
+    real_root = root.resolve()
+    return _read_regular_file(real_root, real.relative_to(real_root).parts)
