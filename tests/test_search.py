@@ -138,11 +138,14 @@ def test_filter_matching_nothing_returns_nothing(workspace):
 @pytest.mark.parametrize("typed", [
     SearchFilters(paths=("./src/auth/**",)),
     SearchFilters(paths=("{root}/src/auth/**",)),
+    SearchFilters(paths=("{link}/src/auth/**",)),  # the root typed through a link to it
+    SearchFilters(paths=("{link}/src/auth/passwords.py",)),
     SearchFilters(paths=("/src/auth/**",)),  # anchored to the root, as in a .gitignore
     SearchFilters(paths=("src/auth/**",), languages=("Python",)),
 ])
-def test_filters_as_users_type_them(workspace, typed):
-    paths = tuple(p.format(root=workspace.root) for p in typed.paths)
+def test_filters_as_users_type_them(workspace, typed, tmp_path):
+    (tmp_path / "link").symlink_to(workspace.root, target_is_directory=True)
+    paths = tuple(p.format(root=workspace.root, link=tmp_path / "link") for p in typed.paths)
     filters = SearchFilters(paths=paths, languages=typed.languages)
     response = workspace.search("hash a password", filters=filters)
     assert [r.path for r in response.results] == ["src/auth/passwords.py"]

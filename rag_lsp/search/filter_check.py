@@ -24,12 +24,33 @@ LANGUAGES = frozenset(LANGUAGE_BY_EXTENSION.values()) | {"text"}
 
 def _relative_glob(glob: str, root: Path) -> str:
     negated, body = (True, glob[1:]) if glob.startswith("!") else (False, glob)
-    base = root.as_posix().rstrip("/") + "/"
-    if body.startswith(base):  # an absolute path inside; any other leading / anchors the
-        body = body[len(base):]  # glob to the root, as in a .gitignore
+    inside = _inside(body, root)
+    if inside is not None:  # an absolute path inside; any other leading / anchors the glob
+        body = inside  # to the root, as in a .gitignore
     while body.startswith("./"):
         body = body[2:]
     return ("!" if negated else "") + body
+
+
+def _inside(body: str, root: Path) -> str | None:
+    """``body`` relative to ``root`` when it is an absolute path inside it, typed as the root
+    is spelled or through a link to it (its folders before any wildcard are resolved)."""
+    if not body.startswith("/"):
+        return None
+    for base in (root.as_posix().rstrip("/") + "/", root.resolve().as_posix().rstrip("/") + "/"):
+        if body.startswith(base):
+            return body[len(base):]
+    parts = body.split("/")
+    literal = next((i for i, part in enumerate(parts) if any(c in part for c in "*?[\\")),
+                   len(parts) - 1)  # the folders typed before the first wildcard
+    if literal < 2:
+        return None
+    try:
+        folders = Path("/".join(parts[:literal]) or "/").resolve()
+        rest = folders.relative_to(root.resolve()).parts
+    except (ValueError, OSError, RuntimeError):  # outside, or a loop of links
+        return None
+    return "/".join([*rest, *parts[literal:]])
 
 
 def normalised(filters: SearchFilters, root: Path) -> SearchFilters:
