@@ -119,6 +119,19 @@ def test_batch_lines_that_are_not_queries_say_where(cli, repo, tmp_path):
     assert proc.returncode == 1 and "not both" in proc.stderr
 
 
+def test_a_batch_with_filters_that_cannot_match_says_so_once(cli, repo, tmp_path):
+    batch = tmp_path / "queries.jsonl"
+    batch.write_text('{"id": 1, "query": "redirects"}\n{"id": 2, "query": "hash a password"}\n')
+    proc = cli("search", "--batch", str(batch), "--root", str(repo), "--language", "cobol")
+    assert proc.returncode != 0 and proc.stdout == ""  # refused before the first line
+    assert proc.stderr.count("unknown language 'cobol'") == 1
+
+    proc = cli("search", "--batch", str(batch), "--root", str(repo), "--path", "nowhere/**")
+    assert proc.returncode == 0, proc.stderr
+    assert [json.loads(line)["results"] for line in proc.stdout.splitlines()] == [[], []]
+    assert proc.stderr.count("no indexed file in") == 1  # not left to look like the threshold
+
+
 def test_text_the_locale_cannot_read_is_searched_not_a_traceback(cli, repo, tmp_path):
     # A byte that is not UTF-8 in argv reaches Python as a lone surrogate, as does JSON's
     # "\ud800" in a batch line: the tokenizer refused both with a TypeError.

@@ -7,7 +7,9 @@ import sys
 from pathlib import Path
 
 from rag_lsp.errors import RagLspError
+from rag_lsp.cli.console import print_styled
 from rag_lsp.schema_messages import without_lone_surrogates
+from rag_lsp.search.filter_check import normalised
 from rag_lsp.search.results import SearchFilters
 from rag_lsp.workspace import Workspace
 
@@ -52,13 +54,21 @@ def read_queries(path: Path) -> list[tuple[int, object, str | None, str | None]]
 
 
 def run_batch(ws: Workspace, path: Path, filters: SearchFilters) -> int:
-    """Prints ``{"id", "results"}`` (or ``{"id", "error"}``) per query; exit 1 if any failed."""
+    """Prints ``{"id", "results"}`` (or ``{"id", "error"}``) per query; exit 1 if any failed.
+    Filters that cannot match are refused before the first line (not once per line), and a
+    warning (filters that match no file) goes to stderr once."""
+    filters = normalised(filters, ws.root)
     failed = False
+    warned: set[str] = set()
     for number, query_id, query, problem in read_queries(path):
         if problem is None:
             try:
                 response = ws.search(query, filters=filters)
                 line = {"id": query_id, "results": [r.to_dict() for r in response.results]}
+                for warning in response.warnings:
+                    if warning not in warned:
+                        warned.add(warning)
+                        print_styled("warning:", "yellow", warning)
             except RagLspError as exc:
                 problem = f"{path}:{number}: {exc}"
         if problem is not None:
