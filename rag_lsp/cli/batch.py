@@ -6,8 +6,8 @@ import json
 import sys
 from pathlib import Path
 
-from rag_lsp.errors import RagLspError
 from rag_lsp.cli.console import print_styled
+from rag_lsp.errors import RagLspError
 from rag_lsp.schema_messages import without_lone_surrogates
 from rag_lsp.search.filter_check import normalised
 from rag_lsp.search.results import SearchFilters
