@@ -307,3 +307,32 @@ def test_lines_the_sdk_would_drop_are_answered_and_serving_goes_on(sample_root):
     assert "params must be an object" in answers[5]["error"]["message"]
     assert answers[-2] == {"jsonrpc": "2.0", "id": 16, "result": {}}  # null params: absent
     assert answers[-1]["id"] == 13 and answers[-1]["result"]["tools"]  # still serving
+
+
+def test_a_request_before_the_handshake_is_told_to_send_initialize(sample_root):
+    """The SDK's own answer was "Invalid request parameters" with empty data."""
+    import subprocess
+
+    server = subprocess.Popen([sys.executable, "-m", "rag_lsp", "mcp", str(sample_root)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, text=True)
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {},
+             "clientInfo": {"name": "test", "version": "0"}}
+    lines = [json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+             json.dumps({"jsonrpc": "2.0", "id": 2, "method": "no/such/method"}),
+             json.dumps({"jsonrpc": "2.0", "id": 3, "method": "ping"}),
+             json.dumps({"jsonrpc": "2.0", "id": 4, "method": "initialize", "params": hello}),
+             json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+             json.dumps({"jsonrpc": "2.0", "id": 5, "method": "tools/list"})]
+    try:
+        server.stdin.write("\n".join(lines) + "\n")
+        server.stdin.flush()
+        answers = {a["id"]: a for a in (json.loads(server.stdout.readline()) for _ in range(5))}
+    finally:
+        server.stdin.close()
+        server.wait(timeout=30)
+    assert answers[1]["error"]["code"] == -32602  # the SDK's code, with words that help
+    assert "send `initialize` first" in answers[1]["error"]["message"]
+    assert answers[2]["error"]["code"] == -32601  # not served: said so, as before
+    assert answers[3]["result"] == {} and "result" in answers[4]
+    assert answers[5]["result"]["tools"]  # after the handshake, served

@@ -81,7 +81,8 @@ async def _serve(keeper: WorkspaceKeeper) -> None:
 
     async with anyio.create_task_group() as group:
         group.start_soon(open_at_latest)
-        stdin = GuardedStdin()
+        stdin = GuardedStdin(serves=lambda method: server.get_request_handler(method)
+                             is not None)
         async with stdio_server(stdin=stdin) as (read_stream, write_stream):  # type: ignore[arg-type]
 
             async def answer(msg_id: object, code: int, message: str) -> None:

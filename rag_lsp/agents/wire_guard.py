@@ -5,6 +5,10 @@ an object, a wrong ``jsonrpc``, an id that is neither string nor integer) it dro
 and a request whose ``params`` is not an object it never answers: a client awaiting the
 answer waits forever. This module looks at each line first and answers those itself (parse
 error, invalid request, invalid params), so the SDK only sees messages it can serve.
+
+A request the server serves, sent before the handshake's ``initialize``, the SDK refuses as
+"Invalid request parameters" with nothing more: that one is answered here too, saying to
+send ``initialize`` first.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from typing import Any
 import anyio
 
 PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
+_BEFORE_HANDSHAKE = frozenset({"initialize", "ping"})  # the SDK serves these at any time
 
 Answer = Callable[[Any, int, str], Awaitable[None]]  # (id or None, code, message)
 
@@ -52,14 +57,31 @@ def wire_problem(line: str) -> tuple[Any, int, str] | None:
     return None
 
 
+def handshake_problem(line: str, serves: Callable[[str], bool]) -> tuple[Any, int, str] | None:
+    """``(id, code, message)`` for a request the server ``serves`` sent before ``initialize``
+    (the code is the SDK's own for it, so clients see no change but the words)."""
+    message = json.loads(line)
+    method = message.get("method")
+    if "id" not in message or method in _BEFORE_HANDSHAKE or not serves(method):
+        return None  # a notification, an answer, or a method the SDK says it lacks
+    return message["id"], INVALID_PARAMS, (
+        f"{method} before the handshake: send `initialize` first (then "
+        "`notifications/initialized`), as MCP's lifecycle asks")
+
+
+def _opens_session(line: str) -> bool:
+    return json.loads(line).get("method") in ("initialize", "notifications/initialized")
+
+
 class GuardedStdin:
-    """Stdin's lines for the SDK, the ones :func:`wire_problem` refuses answered instead.
+    """Stdin's lines for the SDK, the ones :func:`wire_problem` refuses answered instead
+    (and, before the handshake, the ones :func:`handshake_problem` refuses).
 
     Reads a duplicate of fd 0 and points fd 0 at the null device, as the SDK does with the
     stdin it reads itself (given a stdin, it leaves fd 0 alone): a child process or stray
     read then meets the end of input, never the wire."""
 
-    def __init__(self) -> None:
+    def __init__(self, serves: Callable[[str], bool] = lambda method: False) -> None:
         wire = os.dup(0)
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
@@ -68,6 +90,8 @@ class GuardedStdin:
             os.fdopen(wire, "rb"), encoding="utf-8", errors="replace"))
         self._answer: Answer | None = None
         self._answering = anyio.Event()
+        self._serves = serves
+        self._greeted = False  # an `initialize` (or a bare `initialized`) has gone by
 
     def answer_with(self, answer: Answer) -> None:
         """How to answer a refused line (the SDK's write stream exists only once serving)."""
@@ -83,6 +107,9 @@ class GuardedStdin:
                 if not line.strip():
                     continue
                 problem = wire_problem(line)
+                if problem is None and not self._greeted:
+                    problem = handshake_problem(line, self._serves)
+                    self._greeted = problem is None and _opens_session(line)
                 if problem is None:
                     yield line
                     continue
