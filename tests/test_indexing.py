@@ -657,6 +657,32 @@ def test_a_folder_moved_or_created_is_indexed_from_its_event_alone(workspace, sa
     assert len(paths_in_index(workspace)) == 6
 
 
+def test_an_event_beneath_a_linked_folder_is_not_followed_out(workspace, sample_root,
+                                                               tmp_path):
+    """The scan never goes into a linked folder; an event naming a file beneath one (a
+    watcher's, a save's) had indexed the link's target, a file outside the workspace."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.py").write_text("def leak():\n    return 'zebracorn'\n")
+    (sample_root / "linked").symlink_to(outside, target_is_directory=True)
+    report = workspace.update([str(sample_root / "linked/secret.py"), "linked"])
+    assert report.files_indexed == 0 and report.files_skipped.get("symlink-dir") == 1
+    assert not any(p.startswith("linked") for p in paths_in_index(workspace))
+    assert workspace.search("zebracorn", mode="lexical").results == []
+
+
+def test_a_folder_replaced_by_a_file_of_its_name_takes_its_files_out(workspace, sample_root):
+    import shutil
+
+    shutil.rmtree(sample_root / "src/auth")
+    (sample_root / "src/auth").write_text("def authenticate():\n    return True\n")
+    report = workspace.update(["src/auth"])  # one event, for the path that changed kind
+    assert report.files_removed == 1
+    assert "src/auth/passwords.py" not in paths_in_index(workspace)
+    found = workspace.search("hash a password", mode="lexical", threshold=0.0).results
+    assert "src/auth/passwords.py" not in {r.path for r in found}
+
+
 def test_update_into_an_empty_index_is_searchable_lexically(tmp_path, embedder):
     root = tmp_path / "empty"
     root.mkdir()

@@ -8,6 +8,7 @@ Writes land in batches, so searches see the index grow while it is built.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import logging
 import time
@@ -148,6 +149,14 @@ class _Meter:
             work_done=self.work_done, work_total=self.work_total))
 
 
+def _under(paths_in_order: list[str], folder: str) -> list[str]:
+    """The paths of ``paths_in_order`` (sorted) inside ``folder``: one run of the order."""
+    prefix = folder + "/"
+    start = bisect.bisect_left(paths_in_order, prefix)
+    end = bisect.bisect_left(paths_in_order, folder + "0")  # "0" sorts just after "/"
+    return paths_in_order[start:end]
+
+
 def _same_stat(known: dict[str, FileRecord], scanned: ScannedFile) -> bool:
     old = known.get(scanned.path)
     return old is not None and old.size == scanned.size and old.mtime_ns == scanned.mtime_ns
@@ -238,27 +247,28 @@ class Indexer:
         report = IndexReport()
         rules = WorkspaceFilter(self.root, self.settings, index_dir=self._index_dir)
         known = self.store.file_records()
+        known_in_order = sorted(known)
         present: list[ScannedFile] = []
         removed: set[str] = set()
         # "" is the root itself: an event for it says nothing about any one file.
         for rel in sorted({r for r in map(rules.relative, paths) if r}):
             verdict = check_path(rules, rel)
-            if isinstance(verdict, ScannedFile):
-                present.append(verdict)
-                continue
             if verdict == FOLDER:  # created, or moved here: its files, which no event may name
                 scan = scan_folder(rules, rel)
                 present.extend(scan.files)
                 for reason, skipped in scan.skipped.items():
                     report.skip(reason, len(skipped))
                 found = {f.path for f in scan.files}
-                removed.update(p for p in known if p.startswith(f"{rel}/") and p not in found)
-            elif verdict != "missing":
-                report.skip(verdict)
+                removed.update(p for p in _under(known_in_order, rel) if p not in found)
+            else:  # not a folder (now): nothing indexed beneath it is there any more (a
+                removed.update(_under(known_in_order, rel))  # folder deleted, or a file now)
+                if isinstance(verdict, ScannedFile):
+                    present.append(verdict)
+                    continue
+                if verdict != "missing":
+                    report.skip(verdict)
             if rel in known:
                 removed.add(rel)
-            elif verdict == "missing":
-                removed.update(p for p in known if p.startswith(f"{rel}/"))
         present = list({f.path: f for f in present}.values())  # (a folder and its file both)
         report.files_scanned = len(present)
         # A rename arrives as the new path and the old one together: the old name's chunks go

@@ -295,12 +295,14 @@ FOLDER = "folder"
 
 def check_path(rules: WorkspaceFilter, rel: str) -> ScannedFile | str:
     """The scan's verdict on one workspace-relative path (for file events): a ScannedFile
-    to index, or why not: "missing", "excluded", "too-large", "symlink-outside-root"; or
-    "folder" for a folder to scan (created, or moved here: an event may name it alone)."""
+    to index, or why not: "missing", "excluded", "too-large", "symlink-outside-root",
+    "symlink-dir" (inside a linked folder); or "folder" for a folder to scan (created, or moved here: an event may name it alone)."""
     abs_path = rules.root / rel
     if not decodable(rel):
         return "undecodable-name"
     try:
+        if _behind_folder_link(rules.root, rel):  # the scan never goes into one: nor do events
+            return "symlink-dir"
         if abs_path.is_dir() and not abs_path.is_symlink():  # (scans follow no folder link)
             return FOLDER if rules.includes(rel, is_dir=True) else "excluded"
         if not abs_path.is_file():
@@ -315,6 +317,13 @@ def check_path(rules: WorkspaceFilter, rel: str) -> ScannedFile | str:
     if info.st_size > rules.settings.max_file_bytes:
         return "too-large"
     return ScannedFile(rel, abs_path, info.st_size, info.st_mtime_ns)
+
+
+def _behind_folder_link(root: Path, rel: str) -> bool:
+    """True when a folder on ``rel``'s way from ``root`` (``root`` resolved) is a link, to
+    anywhere: a file beneath is the link's target's, perhaps outside the workspace."""
+    parent = os.path.dirname(rel)
+    return bool(parent) and os.path.realpath(root / parent) != os.path.join(root, parent)
 
 
 def _visit(
