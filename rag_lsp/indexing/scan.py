@@ -296,7 +296,8 @@ FOLDER = "folder"
 def check_path(rules: WorkspaceFilter, rel: str) -> ScannedFile | str:
     """The scan's verdict on one workspace-relative path (for file events): a ScannedFile
     to index, or why not: "missing", "excluded", "too-large", "symlink-outside-root",
-    "symlink-dir" (inside a linked folder); or "folder" for a folder to scan (created, or moved here: an event may name it alone)."""
+    "symlink-dir" (inside a linked folder); or "folder" for a folder to scan (created, or
+    moved here: an event may name it alone)."""
     abs_path = rules.root / rel
     if not decodable(rel):
         return "undecodable-name"
