@@ -13,6 +13,7 @@ import errno
 import os
 import stat
 from pathlib import Path
+from typing import BinaryIO
 
 from rag_lsp.errors import BadInputError
 
@@ -68,41 +69,54 @@ def _open_below(root: Path, parts: tuple[str, ...], flags: int) -> int:
         os.close(folder)
 
 
-def _read_regular_file(root: Path, parts: tuple[str, ...]) -> str:
-    """The text of the regular file at ``root / *parts``, a real path (no link on it is
-    followed; undecodable bytes replaced). Anything else raises :class:`NotAFileError`
-    before a byte is read: opening a FIFO for reading waits for a writer, so it is opened
-    without waiting and looked at first."""
-    path = root.joinpath(*parts)
+def _regular(fd: int, path: Path) -> BinaryIO:
+    """``fd``, opened without waiting, as a blocking binary file when it is a regular file;
+    :class:`NotAFileError` (``fd`` closed) for a FIFO, socket, device or folder."""
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotAFileError(errno.EINVAL, "not a regular file (a FIFO, socket or device)",
+                                str(path))
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def open_regular(path: Path) -> BinaryIO:
+    """``path`` (links followed) opened for reading when it is a regular file; anything else
+    raises :class:`NotAFileError` before a byte is read: opening a FIFO for reading waits
+    for a writer, so it is opened without waiting and looked at first."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    return _regular(os.open(path, flags), path)
+
+
+def open_inside(root: Path, rel: str) -> BinaryIO:
+    """``root / rel`` opened for reading, a regular file inside the root: resolved first
+    (``..``, links), then opened one folder at a time from the root following no link, so a
+    link swapped in meanwhile is refused. Raises :class:`OutsideWorkspaceError` (outside, or
+    a link swapped in), :class:`NotAFileError`, or another :class:`OSError`."""
+    real = real_path_inside(root, rel)
+    if real is None:
+        raise OutsideWorkspaceError(f"{rel} leads outside the workspace {root}")
+    real_root = root.resolve()
+    parts = real.relative_to(real_root).parts
+    path = real_root.joinpath(*parts)
     if not parts:
         raise NotAFileError(errno.EISDIR, "the workspace folder itself, not a file", str(path))
     try:
-        fd = _open_below(root, parts, os.O_RDONLY | os.O_NONBLOCK)
+        fd = _open_below(real_root, parts, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.ENOTDIR):  # a link where a real path was
             raise OutsideWorkspaceError(
                 exc.errno, "a link took the place of a file or folder on its path while it "
                 "was read; it is not followed", str(path)) from exc
         raise
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise NotAFileError(errno.EINVAL, "not a regular file (a FIFO, socket or device)",
-                                str(path))
-        os.set_blocking(fd, True)
-        source = os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
-    with source:
-        return source.read().decode("utf-8", errors="replace")
+    return _regular(fd, path)
 
 
 def read_inside(root: Path, rel: str) -> str:
-    """The text of ``root / rel`` (undecodable bytes replaced). Raises
-    :class:`OutsideWorkspaceError` when the path leads outside the root, or another
-    :class:`OSError` when the file cannot be read."""
-    real = real_path_inside(root, rel)
-    if real is None:
-        raise OutsideWorkspaceError(f"{rel} leads outside the workspace {root}")
-    real_root = root.resolve()
-    return _read_regular_file(real_root, real.relative_to(real_root).parts)
+    """The text of ``root / rel`` (undecodable bytes replaced), read as :func:`open_inside`
+    opens it."""
+    with open_inside(root, rel) as source:
+        return source.read().decode("utf-8", errors="replace")

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import builtins
 import hashlib
 import os
+import threading
 from pathlib import Path
 
 import pytest
 
 from rag_lsp.config import Settings
-from rag_lsp.indexing import scan
+from rag_lsp.indexing.file_text import read_for_index
 from rag_lsp.indexing.scan import (
     FOLDER,
     FileContent,
@@ -219,17 +219,49 @@ def test_unreadable_and_missing_files_give_reasons(tmp_path, monkeypatch, caplog
     make(tmp_path, {"locked.py": "x", "fine.py": "y"})
     locked = tmp_path / "locked.py"
 
-    def fake_open(path, *args, **kwargs):
-        if Path(path) == locked:
-            raise PermissionError(13, "Permission denied", str(path))
-        return builtins.open(path, *args, **kwargs)
+    real_open = os.open
 
-    monkeypatch.setattr(scan, "open", fake_open, raising=False)
+    def fake_open(path, *args, **kwargs):
+        if Path(path) == locked or (path == "locked.py" and kwargs.get("dir_fd")):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", fake_open)
     assert read_text_file(locked, 1000) == "unreadable: Permission denied"
+    assert read_text_file(locked, 1000, tmp_path) == "unreadable: Permission denied"
     assert "locked.py" in caplog.text
     assert isinstance(read_text_file(tmp_path / "fine.py", 1000), FileContent)
     assert read_text_file(tmp_path / "gone.py", 1000) == "missing"
     assert read_text_file(tmp_path, 1000) == "unreadable: not a regular file"
+
+
+def test_a_file_made_a_link_out_after_the_scan_is_not_read(tmp_path):
+    """The scan refuses links out; a file swapped for one before its read (a race the scan
+    cannot see) is refused by the read. Links inside are still read."""
+    make(tmp_path, {"ws/a.py": "A = 1\n", "ws/inside.py": "INSIDE = 1\n",
+                    "outside/secret.py": "SECRET = 1\n"})
+    (tmp_path / "ws/b.py").symlink_to(tmp_path / "ws/inside.py")
+    found = {f.path: f for f in scan_workspace(tmp_path / "ws", Settings()).files}
+    assert sorted(found) == ["a.py", "b.py", "inside.py"]
+    (tmp_path / "ws/a.py").unlink()
+    (tmp_path / "ws/a.py").symlink_to(tmp_path / "outside/secret.py")
+    assert read_for_index(found["a.py"], Settings())[0] == "symlink-outside-root"
+    assert read_for_index(found["b.py"], Settings())[0].text == "INSIDE = 1\n"
+
+
+def test_rules_files_that_are_fifos_or_endless_do_not_hang_the_scan(tmp_path, caplog):
+    make(tmp_path, {"a.py": "", "sub/b.py": ""})
+    os.mkfifo(tmp_path / ".gitignore")  # reading it waits for a writer forever
+    (tmp_path / "sub/.gitignore").symlink_to("/dev/zero")  # never ends
+    (tmp_path / ".git").write_text("gitdir: gd\n")  # a worktree's .git, and its commondir
+    (tmp_path / "gd").mkdir()
+    os.mkfifo(tmp_path / "gd/commondir")
+    found: list[list[str]] = []
+    scan_thread = threading.Thread(target=lambda: found.append(scanned(tmp_path)), daemon=True)
+    scan_thread.start()
+    scan_thread.join(timeout=30)
+    assert found == [["a.py", "sub/b.py"]], "the scan hung on a rules file"
+    assert "not a regular file" in caplog.text
 
 
 def test_fifo_is_not_read(tmp_path):

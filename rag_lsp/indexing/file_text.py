@@ -34,7 +34,7 @@ DRAFT_SAVED_MAX_FILES = 50
 
 def read_for_index(scanned: ScannedFile, settings: Settings) -> tuple[FileContent | str, str]:
     """The file's content, or why it is skipped; and its language."""
-    content = read_text_file(scanned.abs_path, settings.max_file_bytes)
+    content = read_text_file(scanned.abs_path, settings.max_file_bytes, scanned.root)
     language = language_for(scanned.path)
     if isinstance(content, FileContent) and looks_minified(content.text, language):
         content = MINIFIED  # no structure to find, and many minutes of embedding

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import stat
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +17,7 @@ from pathlib import Path
 import pathspec
 
 from rag_lsp.config import Settings
+from rag_lsp.confined import NotAFileError, OutsideWorkspaceError, open_inside, open_regular
 from rag_lsp.globs import lenient_globs
 
 log = logging.getLogger(__name__)
@@ -36,6 +36,7 @@ DEFAULT_EXCLUDED_FILES = frozenset({
 })
 VENV_MARKER = "pyvenv.cfg"  # any folder holding this is a virtualenv, whatever its name
 BINARY_SNIFF_BYTES = 8192
+RULES_FILE_MAX_BYTES = 8 << 20  # a .gitignore past this is not one (a link to /dev/zero, say)
 _BOM = b"\xef\xbb\xbf"
 
 
@@ -45,6 +46,10 @@ class ScannedFile:
     abs_path: Path
     size: int
     mtime_ns: int
+
+    @property
+    def root(self) -> Path:
+        return self.abs_path.parents[self.path.count("/")]
 
 
 @dataclass
@@ -216,12 +221,18 @@ class WorkspaceFilter:
     @staticmethod
     def _read_spec(path: Path) -> pathspec.GitIgnoreSpec | None:
         try:
-            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+            with open_regular(path) as source:  # a FIFO or /dev/zero there: no hang
+                raw = source.read(RULES_FILE_MAX_BYTES + 1)
         except FileNotFoundError:
             return None
         except OSError as exc:
-            log.warning("cannot read %s: %s", path, exc)
+            log.warning("cannot read %s (its rules are not applied): %s", path, exc)
             return None
+        if len(raw) > RULES_FILE_MAX_BYTES:
+            log.warning("%s is over %d MB; its rules are not applied", path,
+                        RULES_FILE_MAX_BYTES >> 20)
+            return None
+        lines = raw.decode("utf-8", errors="replace").splitlines()
         return lenient_globs(lines, path) if lines else None
 
 
@@ -232,19 +243,24 @@ def git_info_exclude(root: Path) -> Path:
     dot_git = root / ".git"
     if not dot_git.is_file():
         return dot_git / "info" / "exclude"
-    try:
-        line = dot_git.read_text(encoding="utf-8", errors="replace").strip()
-    except OSError:
-        return dot_git / "info" / "exclude"
-    if not line.startswith("gitdir:"):
+    line = _small_text(dot_git)
+    if line is None or not line.startswith("gitdir:"):
         return dot_git / "info" / "exclude"
     git_dir = (root / line[len("gitdir:"):].strip()).resolve()
-    try:
-        common = (git_dir / "commondir").read_text(encoding="utf-8").strip()
+    common = _small_text(git_dir / "commondir")
+    if common:  # (a submodule's git directory is its own common directory)
         git_dir = (git_dir / common).resolve()
-    except OSError:
-        pass  # a submodule's git directory is its own common directory
     return git_dir / "info" / "exclude"
+
+
+def _small_text(path: Path) -> str | None:
+    """The stripped text of a small regular file git keeps (``.git`` as a file, a
+    ``commondir``), or ``None``: absent, or something else (a FIFO there must not hang)."""
+    try:
+        with open_regular(path) as source:
+            return source.read(4096).decode("utf-8", errors="replace").strip()
+    except OSError:
+        return None
 
 
 def scan_workspace(
@@ -363,22 +379,28 @@ def _visit(
     return ScannedFile(rel, Path(entry.path), info.st_size, info.st_mtime_ns)
 
 
-def read_text_file(abs_path: Path, max_bytes: int) -> FileContent | str:
-    """The file's text, or a reason it is skipped: ``"binary"``, ``"too-large"``, ``"missing"``
-    or ``"unreadable: <why>"``. Never raises for a bad file.
+def read_text_file(abs_path: Path, max_bytes: int, root: Path | None = None
+                   ) -> FileContent | str:
+    """The file's text, or a reason it is skipped: ``"binary"``, ``"too-large"``, ``"missing"``,
+    ``"symlink-outside-root"`` or ``"unreadable: <why>"``. Never raises for a bad file. Given
+    the workspace ``root``, the file is read as :func:`~rag_lsp.confined.open_inside` opens
+    it: a link put in its place since the scan is not followed out of the workspace.
 
     Line endings become LF and a UTF-8 BOM is dropped, so line numbers match editors.
     """
     try:
-        info = os.stat(abs_path)
-        if not stat.S_ISREG(info.st_mode):  # reading a FIFO would block forever
-            return "unreadable: not a regular file"
-        if info.st_size > max_bytes:
-            return "too-large"
-        with open(abs_path, "rb") as handle:
-            raw = handle.read(max_bytes + 1)
+        source = (open_regular(abs_path) if root is None
+                  else open_inside(root, abs_path.relative_to(root).as_posix()))
+        with source:  # (a FIFO would block a read forever: refused before one)
+            if os.fstat(source.fileno()).st_size > max_bytes:
+                return "too-large"
+            raw = source.read(max_bytes + 1)
     except FileNotFoundError:
         return "missing"  # deleted since it was listed: normal during edits
+    except OutsideWorkspaceError:
+        return "symlink-outside-root"
+    except NotAFileError:
+        return "unreadable: not a regular file"
     except OSError as exc:
         log.warning("cannot read %s: %s", abs_path, exc)
         return f"unreadable: {exc.strerror or exc}"
