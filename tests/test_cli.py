@@ -246,6 +246,29 @@ def test_an_index_folder_that_cannot_be_created_is_named_with_the_fix(cli, repo,
         assert "--index-path" in proc.stderr and "damaged" not in proc.stderr
 
 
+def test_an_index_folder_linked_out_of_the_workspace_is_not_written(cli, tmp_path):
+    """A repository can hold a `.rag-lsp` link to any folder; the index (every file's text)
+    was written there, the folder made 0700."""
+    root, outside = tmp_path / "ws", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (root / "a.py").write_text("def alpha():\n    return 1\n")
+    (root / ".rag-lsp").symlink_to(outside, target_is_directory=True)
+    for command in (["index", str(root)], ["kb", "add", "--mode", "debugger", "--root",
+                                           str(root), "a note"]):
+        proc = cli(*command)
+        assert proc.returncode == 1 and "Traceback" not in proc.stderr
+        assert f"is a link to {outside}, outside the workspace" in proc.stderr
+    assert list(outside.iterdir()) == []
+    proc = cli("index", str(root), "--index-path", str(outside))  # on purpose: allowed
+    assert proc.returncode == 0, proc.stderr
+    (root / ".rag-lsp").unlink()
+    (root / ".rag-lsp").symlink_to("gone", target_is_directory=True)
+    proc = cli("index", str(root))
+    assert proc.returncode == 1
+    assert "is a link to gone, which does not exist" in proc.stderr
+
+
 def test_missing_root_is_a_clear_error(tmp_path):
     proc = rag_process("index", str(tmp_path / "absent"))
     assert proc.returncode == 1 and "not a directory" in proc.stderr

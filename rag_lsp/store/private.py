@@ -19,6 +19,11 @@ PRIVATE_FILE = 0o600
 
 def private_dir(path: Path) -> Path:
     """Create ``path`` (and missing parents) and make it owner-only; returns ``path``."""
+    if path.is_symlink() and not path.exists():
+        raise RagLspError(
+            f"the index folder {path} is a link to {os.readlink(path)}, which does not exist. "
+            "Remove the link, or create the folder it names, or set `indexPath` (or pass "
+            "--index-path) to put the index somewhere else.")
     if path.exists() and not path.is_dir():
         raise RagLspError(
             f"the index folder {path} exists but is not a folder. Move that file aside, or set "
@@ -36,6 +41,23 @@ def private_dir(path: Path) -> Path:
     except OSError:
         pass  # not ours to change (a shared, read-only mount): leave it as it is
     return path
+
+
+def refuse_default_linked_out(root: Path, index_dir: Path) -> None:
+    """The default index folder, ``.rag-lsp`` in the workspace, may come with the workspace:
+    a cloned repository can hold a link of that name to any folder. One leading outside the
+    workspace is refused (:class:`RagLspError`), so the index, with the text of every file,
+    is never written where a repository chose. ``indexPath`` puts it anywhere on purpose."""
+    if not index_dir.is_symlink():
+        return
+    real_root, target = root.resolve(), index_dir.resolve()
+    if target == real_root or real_root in target.parents:
+        return
+    raise RagLspError(
+        f"the index folder {index_dir} is a link to {target}, outside the workspace {root}; "
+        "an index there is not written (a repository can hold such a link). Remove the link, "
+        "or set `indexPath` in the editor's settings (or pass --index-path) to keep the index "
+        "there on purpose.")
 
 
 # So `git status` never lists an index (it holds the text of every indexed file), as .venv's
