@@ -321,6 +321,34 @@ async def test_new_files_answer_by_their_words_before_the_model_has_read_them(cl
         _folders_changed(client, removed=[root])
 
 
+async def test_a_folder_opened_through_a_link_follows_events_spelled_its_way(client,
+                                                                          tmp_path):
+    """An editor reports events with the folder's path as it opened it (macOS's /tmp, a
+    linked home folder) while the index keeps the real path: every event was dropped."""
+    real, link = tmp_path / "real-ws", tmp_path / "linked-ws"
+    real.mkdir()
+    link.symlink_to(real, target_is_directory=True)
+    async with _own_folder(client, link):
+        new = link / "ledger.py"
+        new.write_text("def settle_quarterly_escrow():\n    return 'escrow'\n")
+        send_file_events(client, (new, Created))
+        await _appears(client, "settle quarterly escrow", "ledger.py")
+        hits = (await search(client, "settle quarterly escrow", mode="lexical"))["results"]
+        assert hits[0]["uri"] == new.as_uri()  # as the editor spells it: its own file
+        _folders_changed(client, added=[real])  # the same folder, by its real path
+        client.workspace_did_change_workspace_folders(types.DidChangeWorkspaceFoldersParams(
+            event=types.WorkspaceFoldersChangeEvent(
+                added=[types.WorkspaceFolder(uri=link.as_uri() + "/", name="again")],
+                removed=[])))
+        await search(client, "settle quarterly escrow")  # (the changes are handled in order)
+        folders = [f["uri"] for f in (await _status(client))["folders"]]
+        assert folders.count(link.as_uri()) == 1, folders  # one folder, one index
+        assert real.as_uri() not in folders and link.as_uri() + "/" not in folders
+        new.unlink()
+        send_file_events(client, (new, Deleted))
+        await _appears(client, "settle quarterly escrow", "ledger.py", present=False)
+
+
 async def test_the_folder_settings_file_is_honoured_and_followed(client, repo, scratch):
     config = repo / ".rag-lsp.json"
     scratch.append(config)

@@ -62,6 +62,21 @@ class FolderIndex:
     def root(self) -> Path:
         return self.workspace.root
 
+    def own_path(self, path: Path) -> Path | None:
+        """``path`` spelled under :attr:`root` when it lies in this folder, or ``None``. The
+        editor may spell the folder through a link to it (its URI's path: macOS's ``/tmp``,
+        a linked home folder) while the root is the real path: both spellings are this
+        folder's."""
+        for base in (self.root, uri_to_path(self.uri)):
+            if base is not None and (path == base or base in path.parents):
+                return self.root / path.relative_to(base)
+        return None
+
+    def uri_of(self, rel: str) -> str:
+        """The URI of the file at ``rel``, spelled as the editor opened the folder (through a
+        link, maybe), so it opens as the editor's own file."""
+        return path_to_uri((uri_to_path(self.uri) or self.root) / rel)
+
     @property
     def name(self) -> str:
         return self.root.name or str(self.root)
@@ -85,10 +100,11 @@ class FolderIndex:
 
 
 def folder_of(folders: dict[str, FolderIndex], path: Path) -> FolderIndex | None:
-    """The innermost open folder containing ``path``."""
+    """The innermost open folder containing ``path`` (spelled either way: see
+    :meth:`FolderIndex.own_path`)."""
     best: FolderIndex | None = None
     for folder in folders.values():
-        if path == folder.root or folder.root in path.parents:
+        if folder.own_path(path) is not None:
             if best is None or len(folder.root.parts) > len(best.root.parts):
                 best = folder
     return best

@@ -4,15 +4,18 @@ open twice (two writers on one index) and a close never races an open."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
 from rag_lsp.errors import RagLspError
-from rag_lsp.server.folders import DEGRADED, FolderIndex, uri_to_path
+from rag_lsp.server.folders import DEGRADED, FolderIndex, path_to_uri, uri_to_path
 
 if TYPE_CHECKING:
     from rag_lsp.server.state import ServerState
+
+log = logging.getLogger(__name__)
 
 
 class FolderRegistry:
@@ -34,7 +37,7 @@ class FolderRegistry:
     async def reopen(self, uri: str) -> None:
         """The folder's ``.rag-lsp.json`` changed: start over with its new settings."""
         async with self._lock:
-            if uri in self.folders:
+            if _key(uri) in self.folders:
                 await self._retire(uri)
                 await self._open(uri)
 
@@ -55,6 +58,9 @@ class FolderRegistry:
             server.show(types.MessageType.Error, f"rag-lsp: cannot index {uri}: only file:// "
                         "workspace folders are supported")
             return
+        if _key(uri) in self.folders:  # (added twice, or spelled with a trailing slash)
+            log.info("%s is open already (as %s)", uri, self.folders[_key(uri)].uri)
+            return
         from rag_lsp.workspace import Workspace  # the engine loads with the first folder
 
         try:
@@ -66,7 +72,7 @@ class FolderRegistry:
             server.show(types.MessageType.Error, f"rag-lsp: cannot open {path}: {exc}")
             return
         folder = FolderIndex(uri, workspace, workspace.event_filter())
-        self.folders[uri] = folder
+        self.folders[_key(uri)] = folder
         if workspace.has_index():
             await server.indexing.refresh_counts(folder)
         if workspace.degraded:
@@ -77,10 +83,10 @@ class FolderRegistry:
             server.watching.add_folder(folder)
 
     def _close(self, uri: str) -> FolderIndex | None:
-        folder = self.folders.pop(uri, None)
+        folder = self.folders.pop(_key(uri), None)
         if folder is not None:
             folder.close()
-            self.server.watching.remove_folder(uri)
+            self.server.watching.remove_folder(folder.uri)
             self.server.settings_problems.forget_folder(folder.root)
         return folder
 
@@ -90,3 +96,16 @@ class FolderRegistry:
             await folder.jobs.stopped()
 
 
+
+
+def _key(uri: str) -> str:
+    """One key per folder: the URI of its real path (no trailing slash, no link, one
+    percent-encoding), so a folder added twice in two spellings is one folder, one index."""
+    path = uri_to_path(uri)
+    if path is None:
+        return uri
+    try:
+        path = path.resolve()
+    except (OSError, RuntimeError):  # a loop of links: opening it says so
+        pass
+    return path_to_uri(path)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from rag_lsp.context.builder import (
@@ -16,7 +17,7 @@ from rag_lsp.context.packing import ContextItem
 from rag_lsp.server.errors import bad_input, rag_request
 from rag_lsp.server.features.knowledge import lines_of
 from rag_lsp.server.features.search import lsp_range
-from rag_lsp.server.folders import path_to_uri, uri_to_path
+from rag_lsp.server.folders import FolderIndex, path_to_uri, uri_to_path
 from rag_lsp.server.methods import RAG_INJECT_CONTEXT
 from rag_lsp.server.protocol import parse_params
 
@@ -24,10 +25,12 @@ if TYPE_CHECKING:
     from rag_lsp.server.state import ServerState
 
 
-def wire_item(item: ContextItem) -> dict:
+def wire_item(item: ContextItem, folders: Sequence[FolderIndex]) -> dict:
+    folder = next((f for f in folders if f.root == item.root), None)
     data: dict[str, Any] = {
         "source": item.source,
-        "uri": path_to_uri(item.root / item.path) if item.root and item.path else None,
+        "uri": ((folder.uri_of(item.path) if folder else path_to_uri(item.root / item.path))
+                if item.root and item.path else None),
         "path": item.path,
         "range": (lsp_range(item.start_line, item.end_line)
                   if item.start_line is not None else None),
@@ -87,9 +90,10 @@ def register(server: ServerState) -> None:
             raise bad_input(f"invalid params for {RAG_INJECT_CONTEXT}: {exc}") from exc
         return {
             "context": result.context,
-            "items": [wire_item(i) for i in result.items],
+            "items": [wire_item(i, folders) for i in result.items],
             "totalTokens": result.total_tokens,
             "budget": result.budget,
-            "dropped": [{**wire_item(d.item), "reason": d.reason} for d in result.dropped],
+            "dropped": [{**wire_item(d.item, folders), "reason": d.reason}
+                        for d in result.dropped],
             "query": result.query,
         }

@@ -147,7 +147,7 @@ def register(server: ServerState) -> None:
         folders = list(ls.folders.values())
         if "folder" in args:
             wanted = uri_to_path(args["folder"])
-            folders = [f for f in folders if f.root == wanted]
+            folders = [f for f in folders if wanted is not None and f.own_path(wanted) == f.root]
             if not folders:
                 open_ = ", ".join(ls.folders) or "none"
                 raise bad_input(

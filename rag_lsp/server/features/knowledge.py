@@ -15,7 +15,7 @@ from rag_lsp.errors import RagLspError
 from rag_lsp.knowledge import AnchorSpec, KnowledgeEntry, parse_time
 from rag_lsp.server.errors import bad_input, rag_request
 from rag_lsp.server.features.search import lsp_range
-from rag_lsp.server.folders import FolderIndex, folder_of, path_to_uri, uri_to_path
+from rag_lsp.server.folders import FolderIndex, folder_of, uri_to_path
 from rag_lsp.server.methods import (
     RAG_KB_ADD,
     RAG_KB_CLEAR,
@@ -44,7 +44,7 @@ def lines_of(lsp: dict, what: str) -> tuple[int, int]:
 def wire_entry(folder: FolderIndex, entry: KnowledgeEntry) -> dict:
     data = entry.to_dict()
     data["anchors"] = [
-        {"uri": path_to_uri(folder.root / a.path), "path": a.path,
+        {"uri": folder.uri_of(a.path), "path": a.path,
          "range": lsp_range(a.start_line, a.end_line), "sha256": a.sha256}
         for a in entry.anchors
     ]

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from rag_lsp.errors import IndexCorruptError, RagLspError
 from rag_lsp.search.results import LineRange, SearchFilters, SearchResponse, SearchResult
 from rag_lsp.server.errors import rag_request
-from rag_lsp.server.folders import FolderIndex, path_to_uri
+from rag_lsp.server.folders import FolderIndex
 from rag_lsp.server.methods import RAG_SEARCH, RAG_STATUS
 from rag_lsp.server.protocol import parse_params
 from rag_lsp.store.manifest import without_rebuild_hint
@@ -29,7 +29,7 @@ def lsp_range(start_line: int, end_line: int) -> dict:
 
 def wire_result(folder: FolderIndex, result: SearchResult) -> dict:
     return {
-        "uri": path_to_uri(folder.root / result.path),
+        "uri": folder.uri_of(result.path),
         "path": result.path,
         "folder": folder.uri,
         "range": lsp_range(result.start_line, result.end_line),

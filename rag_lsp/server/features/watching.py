@@ -88,8 +88,8 @@ class WatchService:
         for uri in uris:
             path = uri_to_path(uri)
             folder = folder_of(self.server.folders, path) if path else None
-            if folder is not None:
-                self.server.file_events.queue_paths(folder, [str(path)])
+            if folder is not None:  # (the path spelled under the root: see own_path)
+                self.server.file_events.queue_paths(folder, [str(folder.own_path(path))])
 
 
 def register(server: ServerState) -> None:
