@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import shutil
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -347,6 +348,37 @@ async def test_a_folder_opened_through_a_link_follows_events_spelled_its_way(cli
         new.unlink()
         send_file_events(client, (new, Deleted))
         await _appears(client, "settle quarterly escrow", "ledger.py", present=False)
+
+
+async def test_an_index_folder_deleted_under_the_server_is_built_again(client, tmp_path):
+    """`git clean -xdf` takes the index folder: searches came back empty, and the next update
+    made an index of its own files alone, for good."""
+    root = tmp_path / "cleaned-workspace"
+    async with _own_folder(client, root):
+        shutil.rmtree(root / ".rag-lsp")
+        send_file_events(client, (root / ".rag-lsp", Deleted))
+        await _appears(client, "scratch folder for one test", "README.md")
+        await wait_until(lambda: _folder_is(client, root, "ready", files=1),
+                         what="the folder indexed whole again")
+
+
+async def test_a_folder_back_after_an_error_is_indexed_whole_and_ready(client, tmp_path):
+    root = tmp_path / "vanishing-workspace"
+    async with _own_folder(client, root):
+        shutil.rmtree(root)
+        send_file_events(client, (root / "README.md", Deleted))
+        await wait_until(lambda: _folder_is(client, root, "error"), what="the folder's error")
+        write_files(root, {"README.md": "# Scratch folder\n\nBack again.\n",
+                           "notes.md": "# Quarterly escrow notes\n"})
+        send_file_events(client, (root / "notes.md", Created))
+        await wait_until(lambda: _folder_is(client, root, "ready", files=2),
+                         what="the folder ready again, both files indexed")
+
+
+async def _folder_is(client, root, state: str, files: int | None = None) -> bool:
+    return any(f["uri"] == root.as_uri() and f["state"] == state
+               and (files is None or f["files"] == files)
+               for f in (await _status(client))["folders"])
 
 
 async def test_the_folder_settings_file_is_honoured_and_followed(client, repo, scratch):

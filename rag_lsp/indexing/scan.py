@@ -170,6 +170,12 @@ class WorkspaceFilter:
             self._dir_cache[rel] = self._compute_dir_excluded(rel)
         return self._dir_cache[rel]
 
+    def in_index_folder(self, rel_path: str) -> bool:
+        """True for the index folder (inside the workspace) and anything in it."""
+        rel = _norm(rel_path)
+        return bool(self._index_rel) and (rel == self._index_rel
+                                          or rel.startswith(self._index_rel + "/"))
+
     def is_rule_file(self, rel_path: str) -> bool:
         """True for files whose change alters the rules (the caller should then rescan)."""
         rel = _norm(rel_path)

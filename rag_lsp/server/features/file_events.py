@@ -45,6 +45,14 @@ class FileEventBatches:
             if rel == CONFIG_FILE_NAME:
                 spawn(self.server.registry.reopen(folder.uri))  # outlives the folder
                 return
+            if rel is not None and folder.rules.in_index_folder(rel):
+                if not (jobs.rescan or folder.workspace.index_dir.exists()):
+                    # Deleted under the server (`git clean -xdf`): every search would come
+                    # back empty, and the next update would make an index of its files alone.
+                    log.warning("%s: the index folder %s was deleted; indexing the folder "
+                                "again", folder.name, folder.workspace.index_dir)
+                    jobs.rescan = added = True
+                continue
             if rel is None or not folder.rules.may_matter(rel):
                 continue
             if folder.rules.is_rule_file(rel):
@@ -97,6 +105,8 @@ class FileEventBatches:
             report = None
         finally:
             jobs.flushing = False
+        if report is not None and folder.state == ERROR:  # the error is past (a folder
+            self.server.indexing.start_run(folder)  # back): a run makes the index whole again
         if report is not None and (report.files_indexed or report.files_removed):
             log.info("%s: %d changed files applied (%d indexed, %d removed, %d chunks "
                      "embedded) in %.0f ms", folder.name, len(paths), report.files_indexed,
