@@ -375,6 +375,33 @@ async def test_a_folder_back_after_an_error_is_indexed_whole_and_ready(client, t
                          what="the folder ready again, both files indexed")
 
 
+async def test_a_folder_nested_in_another_keeps_both_indexes_current(client, tmp_path):
+    """Events for a file in the inner folder reached its index alone: the outer one served
+    the old text for good."""
+    root = tmp_path / "outer-workspace"
+    inner = root / "inner"
+    async with _own_folder(client, root):
+        write_files(inner, {"notes.md": "# Walrus ledger\n\nThe walrus ledger balances.\n"})
+        send_file_events(client, (inner, Created))
+        await wait_until(lambda: _folder_is(client, root, "ready", files=2),
+                         what="the outer folder ready with the inner file")
+        _folders_changed(client, added=[inner])
+        try:
+            await wait_until(lambda: _folder_is(client, inner, "ready", files=1),
+                             what="the inner folder indexed")
+            (inner / "notes.md").write_text("# Narwhal journal\n\nThe narwhal journal.\n")
+            send_file_events(client, (inner / "notes.md", Changed))
+
+            async def both_current() -> bool:
+                new = await search(client, "narwhal journal", mode="lexical")
+                old = await search(client, "walrus ledger", mode="lexical")
+                return ({r["folder"] for r in new["results"]} == {root.as_uri(), inner.as_uri()}
+                        and old["results"] == [])
+            await wait_until(both_current, what="the edit in both folders' indexes")
+        finally:
+            _folders_changed(client, removed=[inner])
+
+
 async def _folder_is(client, root, state: str, files: int | None = None) -> bool:
     return any(f["uri"] == root.as_uri() and f["state"] == state
                and (files is None or f["files"] == files)

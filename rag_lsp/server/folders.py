@@ -99,6 +99,12 @@ class FolderIndex:
         self.workspace.close()  # a write waiting for another process's lock gives up
 
 
+def folders_holding(folders: dict[str, FolderIndex], path: Path) -> list[FolderIndex]:
+    """Every open folder ``path`` lies in: a folder nested in another is in both indexes,
+    and both must follow its files."""
+    return [folder for folder in folders.values() if folder.own_path(path) is not None]
+
+
 def folder_of(folders: dict[str, FolderIndex], path: Path) -> FolderIndex | None:
     """The innermost open folder containing ``path`` (spelled either way: see
     :meth:`FolderIndex.own_path`)."""

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 from rag_lsp.indexing.watch import FolderWatcher
-from rag_lsp.server.folders import FolderIndex, folder_of, uri_to_path
+from rag_lsp.server.folders import FolderIndex, folders_holding, uri_to_path
 
 if TYPE_CHECKING:
     from rag_lsp.server.state import ServerState
@@ -87,8 +87,8 @@ class WatchService:
         """File events given as URIs (watched-files notifications, saves)."""
         for uri in uris:
             path = uri_to_path(uri)
-            folder = folder_of(self.server.folders, path) if path else None
-            if folder is not None:  # (the path spelled under the root: see own_path)
+            for folder in folders_holding(self.server.folders, path) if path else ():
+                # (the path spelled under the folder's root: see own_path)
                 self.server.file_events.queue_paths(folder, [str(folder.own_path(path))])
 
 
