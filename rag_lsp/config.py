@@ -18,6 +18,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from rag_lsp.confined import NotAFileError, open_regular
 from rag_lsp.errors import ConfigError
 from rag_lsp.globs import GLOB_HINT, pattern_problem
 from rag_lsp.schema_messages import TYPE_WORDS, describe_rule, show_value, validator_class
@@ -25,6 +26,7 @@ from rag_lsp.schema_messages import TYPE_WORDS, describe_rule, show_value, valid
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "schemas" / "config.schema.json"
 CONFIG_FILE_NAME = ".rag-lsp.json"
 DEFAULT_INDEX_DIR_NAME = ".rag-lsp"
+SETTINGS_FILE_MAX_BYTES = 1 << 20
 
 
 @cache
@@ -235,7 +237,15 @@ def _json_type(value: Any) -> str:
 def read_settings_file(path: Path) -> dict[str, Any]:
     """The JSON object in ``path``; ``ConfigError`` naming file, line and column if malformed."""
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        with open_regular(path) as source:  # a FIFO there would block a read forever
+            raw = source.read(SETTINGS_FILE_MAX_BYTES + 1)
+        if len(raw) > SETTINGS_FILE_MAX_BYTES:
+            raise ConfigError([f"{path} is over {SETTINGS_FILE_MAX_BYTES >> 20} MB: not a "
+                               "settings file"])
+        text = raw.decode("utf-8-sig")
+    except NotAFileError as exc:
+        raise ConfigError([f"{path} is {exc.strerror}: settings are read from a JSON file of "
+                           "that name; move it aside"]) from exc
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError([f"cannot read {path}: {exc}"]) from exc
     try:
@@ -287,7 +297,7 @@ def load_settings(
     """
     path = root / CONFIG_FILE_NAME
     merged, confined = confine_folder_settings(
-        read_settings_file(path) if path.is_file() else {}, root, path, refused=True)
+        read_settings_file(path) if os.path.lexists(path) else {}, root, path, refused=True)
     if confined and (overrides or {}).get("indexPath") is None:  # a flag overrides it anyway
         raise ConfigError(confined)
     sources: dict[str, str] = {}

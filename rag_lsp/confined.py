@@ -74,8 +74,8 @@ def _regular(fd: int, path: Path) -> BinaryIO:
     :class:`NotAFileError` (``fd`` closed) for a FIFO, socket, device or folder."""
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise NotAFileError(errno.EINVAL, "not a regular file (a FIFO, socket or device)",
-                                str(path))
+            raise NotAFileError(errno.EINVAL, "not a regular file (a folder, FIFO, socket or "
+                                "device)", str(path))
         os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
     except BaseException:

@@ -269,6 +269,22 @@ def test_an_index_folder_linked_out_of_the_workspace_is_not_written(cli, tmp_pat
     assert "is a link to gone, which does not exist" in proc.stderr
 
 
+def test_a_loop_of_links_as_a_path_is_named_not_a_traceback(cli, repo, tmp_path):
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    loop = str(tmp_path / "a")
+    for command, says in ((["index", loop], "workspace root"),
+                          (["search", "x", "--root", loop], "workspace root"),
+                          (["index", str(repo), "--index-path", loop], "--index-path"),
+                          (["context", "--mode", "debugger", "--root", str(repo), "--manual",
+                            loop, "x"], "--manual"),
+                          (["context", "--mode", "debugger", "--root", str(repo), "--file",
+                            loop], "--file")):
+        proc = cli(*command)
+        assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr
+        assert f"{says}: {loop} is a loop of symbolic links" in proc.stderr, proc.stderr
+
+
 def test_missing_root_is_a_clear_error(tmp_path):
     proc = rag_process("index", str(tmp_path / "absent"))
     assert proc.returncode == 1 and "not a directory" in proc.stderr

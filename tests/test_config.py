@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -186,6 +187,20 @@ def test_file_must_hold_an_object(tmp_path):
     write_config(tmp_path, "[]")
     with pytest.raises(ConfigError, match="must be a JSON object"):
         load_settings(tmp_path)
+
+
+@pytest.mark.parametrize("make", [
+    lambda path: path.mkdir(),
+    lambda path: os.mkfifo(path),  # reading it would wait for a writer forever
+])
+def test_a_settings_file_that_is_not_a_file_is_reported_not_passed_over(tmp_path, make):
+    make(tmp_path / CONFIG_FILE_NAME)
+    with pytest.raises(ConfigError, match="is not a regular file .*move it aside"):
+        load_settings(tmp_path)
+    problems: list[str] = []
+    settings = ClientSettings({}).for_folder(tmp_path, problems.extend)
+    assert settings.top_k == Settings().top_k  # the server goes on with the defaults
+    assert len(problems) == 1 and "is not a regular file" in problems[0]
 
 
 def test_index_dir_and_model_path(tmp_path):

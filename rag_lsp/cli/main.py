@@ -13,6 +13,7 @@ from rag_lsp import __version__
 from rag_lsp.chunking.types import KINDS
 from rag_lsp.cli.console import IndexProgressBar, delayed_spinner, err, print_dim, print_styled
 from rag_lsp.config import Settings, load_settings
+from rag_lsp.confined import resolved
 from rag_lsp.errors import RagLspError
 from rag_lsp.indexing.progress import IndexReport
 from rag_lsp.memory import set_up_process
@@ -151,7 +152,8 @@ def _print_now(line: str) -> None:
 def _settings(root_path: Path, args: argparse.Namespace, extra: dict | None = None) -> Settings:
     # Paths given as flags are relative to where the user stands, not to the workspace root.
     flag_paths = {"modelDir": args.model_dir, "indexPath": args.index_path}
-    overrides = {k: str(Path(v).expanduser().resolve()) if v else None
+    flags = {"modelDir": "--model-dir", "indexPath": "--index-path"}
+    overrides = {k: str(resolved(Path(v).expanduser(), flags[k])) if v else None
                  for k, v in flag_paths.items()}
     overrides.update(extra or {})
     sources = {"modelDir": "--model-dir", "indexPath": "--index-path", "topK": "-k",
@@ -160,7 +162,7 @@ def _settings(root_path: Path, args: argparse.Namespace, extra: dict | None = No
 
 
 def _open_workspace(root: str, args: argparse.Namespace, extra: dict | None = None) -> Workspace:
-    root_path = Path(root).expanduser().resolve()
+    root_path = resolved(Path(root).expanduser(), "workspace root")
     settings = _settings(root_path, args, extra)
     from rag_lsp.workspace import Workspace
 
@@ -304,7 +306,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
-    root = Path(args.root).expanduser().resolve()
+    root = resolved(Path(args.root).expanduser(), "workspace root")
     if not root.is_dir():
         raise RagLspError(f"workspace root {root} is not a directory")
     settings = _settings(root, args)  # bad settings fail here, before the client connects

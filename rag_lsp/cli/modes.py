@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rag_lsp.cli.console import print_dim
+from rag_lsp.confined import resolved
 from rag_lsp.context.modes import BUILTIN_MODES, unknown_mode_message
 from rag_lsp.errors import RagLspError
 from rag_lsp.knowledge.entries import AnchorSpec, KnowledgeEntry, parse_time
@@ -135,11 +136,11 @@ def cmd_context(args: argparse.Namespace, ws: Workspace, print_json) -> int:
                              include_knowledge=not args.no_knowledge)
     if args.file:
         path, start, end = _path_and_lines(args.file, "--file")
-        request.active_file = Path(path).resolve()
+        request.active_file = resolved(Path(path), "--file")
         request.selection = (start, end) if start else None
     for spec in args.manual:
         path, start, end = _path_and_lines(spec, "--manual")
-        request.manual.append(ManualRef(Path(path).resolve(), start, end))
+        request.manual.append(ManualRef(resolved(Path(path), "--manual"), start, end))
     if not (args.query or args.file or args.manual):
         raise RagLspError("give a QUERY, or --file to derive one from, or --manual files")
     result = build_context([Source(ws, ws.knowledge)], request, ws.token_counter)
@@ -177,7 +178,7 @@ def cmd_kb(args: argparse.Namespace, ws: Workspace, print_json) -> int:
             path, start, end = _path_and_lines(spec, "--anchor")
             if start is None:
                 raise RagLspError(f"--anchor {spec!r}: give lines, e.g. {path}:10-24")
-            anchors.append(AnchorSpec(str(Path(path).resolve()), start, end))
+            anchors.append(AnchorSpec(str(resolved(Path(path), "--anchor")), start, end))
         entry = kb.add(args.mode, content, title=args.title, tags=args.tag,
                        session_id=args.session, anchors=anchors)
         return _show([entry], args, print_json, single=True)

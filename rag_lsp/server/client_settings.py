@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -66,7 +67,7 @@ class ClientSettings:
         ``indexPath`` (say, the editor's storage folder) gets one subfolder per folder."""
         file_settings: dict[str, Any] = {}
         path = root / CONFIG_FILE_NAME
-        if path.is_file():
+        if os.path.lexists(path):  # (a folder or FIFO there is reported, not passed over)
             try:
                 file_settings, confined = confine_folder_settings(
                     read_settings_file(path), root, path)
