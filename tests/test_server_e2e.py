@@ -509,6 +509,28 @@ async def test_filters_restrict_results(client):
     assert set(paths_of(result)) <= {"web/static/app.js"}
 
 
+async def test_editor_buffers_are_not_kept_and_their_changes_never_fail(client, repo):
+    """The server follows saves, not buffers: pygls kept every open buffer's text and logged
+    an error for a change to one it had not seen opened."""
+    never_opened = (repo / "src/never_opened.py").as_uri()
+    big = repo / "src/cache/lru.py"
+    client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(
+        uri=big.as_uri(), language_id="python", version=1, text="x = 1\n" * 200_000)))
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=never_opened, version=2),
+        content_changes=[types.TextDocumentContentChangePartial(
+            range=types.Range(types.Position(9, 0), types.Position(9, 0)), text="y = 2\n")]))
+    client.text_document_did_close(types.DidCloseTextDocumentParams(
+        types.TextDocumentIdentifier(uri=never_opened)))
+    result = await search(client, "least recently used cache")  # still serving, from disk
+    assert "src/cache/lru.py" in paths_of(result)
+    logged = [m.message for m in client.log_messages[client.since.logs:]
+              if m.type in (types.MessageType.Error, types.MessageType.Warning)]
+    assert logged == []
+    client.text_document_did_close(types.DidCloseTextDocumentParams(
+        types.TextDocumentIdentifier(uri=big.as_uri())))
+
+
 async def test_status_describes_folders_and_model(client, repo):
     status = await _status(client)
     assert problems(RAG_STATUS, "result", status) == []

@@ -19,6 +19,7 @@ from pygls.protocol import (
     JsonRPCResponseMessage,
     LanguageServerProtocol,
 )
+from pygls.protocol.language_server import lsp_method
 
 from rag_lsp.server.errors import RagRequestError
 
@@ -113,6 +114,23 @@ class RagProtocol(LanguageServerProtocol):
     lsprotocol object inside it still goes through cattrs, as ``json.dumps``'s ``default``.
     The two saved 0.2-0.3 ms a search at the median (bench/README.md,
     "`protocol_overhead.py`: the server's own share of a request")."""
+
+    # Editor buffers are not followed (a save is: didSave), so their text is not kept.
+    # pygls kept a copy of every open buffer (an editor with a few large files open held
+    # tens of MB more) and applied each change to it, logging an error for a change to a
+    # buffer it had not seen opened and for every incremental change (this server asks
+    # for none: TextDocumentSyncKind.None_).
+    @lsp_method(types.TEXT_DOCUMENT_DID_OPEN)
+    def lsp_text_document__did_open(self, params: types.DidOpenTextDocumentParams) -> None:
+        return None
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(self, params: types.DidChangeTextDocumentParams) -> None:
+        return None
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CLOSE)
+    def lsp_text_document__did_close(self, params: types.DidCloseTextDocumentParams) -> None:
+        return None
 
     # Set when `initialize` was answered before pygls loaded (``early_answer``): told when
     # pygls cannot read that message, which it then never answers.
