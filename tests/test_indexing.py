@@ -683,6 +683,16 @@ def test_a_folder_replaced_by_a_file_of_its_name_takes_its_files_out(workspace, 
     assert "src/auth/passwords.py" not in {r.path for r in found}
 
 
+def test_what_a_run_skipped_is_named_in_the_log(workspace, sample_root, caplog):
+    (sample_root / "dangling.py").symlink_to(sample_root / "nowhere.py")
+    (sample_root / "odd\nname.bin.py").write_bytes(b"\0binary")
+    with caplog.at_level(logging.INFO, logger="rag_lsp.indexing.indexer"):
+        report = workspace.index()
+    assert report.files_skipped.get("broken-symlink") == 1
+    assert "skipped (broken-symlink): 'dangling.py'" in caplog.text
+    assert "skipped (binary): 'odd\\nname.bin.py'" in caplog.text  # one line, as named
+
+
 def test_update_into_an_empty_index_is_searchable_lexically(tmp_path, embedder):
     root = tmp_path / "empty"
     root.mkdir()

@@ -175,11 +175,14 @@ def test_symlinks(tmp_path):
     (root / "alias.py").symlink_to(root / "src" / "a.py")
     (root / "escape.py").symlink_to(tmp_path / "outside" / "o.py")
     (root / "broken.py").symlink_to(root / "nope.py")
+    os.mkfifo(root / "pipe")
+    (root / "pipe.py").symlink_to(root / "pipe")  # a link to no file, but to something
     report = scan_workspace(root, Settings())
     assert [f.path for f in report.files] == ["alias.py", "src/a.py"]
     assert report.skipped["symlink-dir"] == ["src/loop"]
     assert report.skipped["symlink-outside-root"] == ["escape.py"]
     assert report.skipped["broken-symlink"] == ["broken.py"]
+    assert report.skipped["symlink-not-a-file"] == ["pipe.py"]
 
 
 def test_names_that_are_not_utf8_are_skipped_and_reported(tmp_path):

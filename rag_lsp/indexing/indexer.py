@@ -149,6 +149,18 @@ class _Meter:
             work_done=self.work_done, work_total=self.work_total))
 
 
+SKIPPED_NAMED = 20  # of each reason, in the log (`-v`): enough to find what a count is about
+
+
+def _log_skipped(skipped: dict[str, list[str]]) -> None:
+    """Name what the counts of a run's report are about (a few of each reason)."""
+    for reason, paths in sorted(skipped.items()):
+        if paths:
+            more = len(paths) - SKIPPED_NAMED
+            log.info("skipped (%s): %s%s", reason, ", ".join(map(repr, paths[:SKIPPED_NAMED])),
+                     f", and {more} more" if more > 0 else "")
+
+
 def _under(paths_in_order: list[str], folder: str) -> list[str]:
     """The paths of ``paths_in_order`` (sorted) inside ``folder``: one run of the order."""
     prefix = folder + "/"
@@ -224,6 +236,7 @@ class Indexer:
         report = IndexReport(files_scanned=len(scan.files))
         for reason, paths in scan.skipped.items():
             report.skip(reason, len(paths))
+        _log_skipped(scan.skipped)
         known = self.store.file_records()
         self._index_files(scan.files, known, report, notify)
         # Removed last, so a renamed file's chunks can still lend their vectors above.
@@ -258,6 +271,7 @@ class Indexer:
                 present.extend(scan.files)
                 for reason, skipped in scan.skipped.items():
                     report.skip(reason, len(skipped))
+                _log_skipped(scan.skipped)
                 found = {f.path for f in scan.files}
                 removed.update(p for p in _under(known_in_order, rel) if p not in found)
             else:  # not a folder (now): nothing indexed beneath it is there any more (a
@@ -267,6 +281,7 @@ class Indexer:
                     continue
                 if verdict != "missing":
                     report.skip(verdict)
+                    _log_skipped({verdict: [rel]})
             if rel in known:
                 removed.add(rel)
         present = list({f.path: f for f in present}.values())  # (a folder and its file both)
@@ -397,7 +412,7 @@ class Indexer:
     ) -> _Pending | None:
         content, language = read_for_index(scanned, self.settings)
         if not isinstance(content, FileContent):
-            log.info("skipped %s: %s", scanned.path, content)
+            _log_skipped({str(content): [scanned.path]})
             report.skip(content)
             if old is not None:
                 self.store.remove_files([scanned.path])

@@ -56,8 +56,9 @@ class ScannedFile:
 class ScanReport:
     files: list[ScannedFile]
     # reason -> relative paths ("excluded", "too-large", "unreadable", "symlink-dir",
-    # "broken-symlink", "symlink-outside-root", "undecodable-name"); excluded folders end
-    # with "/"; an undecodable name is shown with U+FFFD for the bytes that are not UTF-8.
+    # "broken-symlink", "symlink-not-a-file", "symlink-outside-root", "undecodable-name");
+    # excluded folders end with "/"; an undecodable name is shown with U+FFFD for the bytes
+    # that are not UTF-8.
     skipped: dict[str, list[str]] = field(default_factory=dict)
 
 
@@ -367,8 +368,9 @@ def _visit(
             return None
         if not rules.has_extension(rel):
             return None
-        if not entry.is_file():
-            skipped["broken-symlink"].append(rel)
+        if not entry.is_file():  # to nothing, or to a FIFO, socket or device
+            exists = os.path.exists(entry.path)
+            skipped["symlink-not-a-file" if exists else "broken-symlink"].append(rel)
             return None
         if rules.relative(os.path.realpath(entry.path)) is None:
             skipped["symlink-outside-root"].append(rel)
