@@ -693,6 +693,19 @@ def test_what_a_run_skipped_is_named_in_the_log(workspace, sample_root, caplog):
     assert "skipped (binary): 'odd\\nname.bin.py'" in caplog.text  # one line, as named
 
 
+def test_a_name_with_a_backslash_is_followed_by_its_events(workspace, sample_root):
+    """On Linux and macOS a backslash is part of a name: it was read as a folder separator,
+    so the event named a file that does not exist and the old text stayed."""
+    odd = sample_root / "back\\slash.py"
+    odd.write_text("def first_version():\n    return 'okapi'\n")
+    workspace.update([str(odd)])
+    assert "back\\slash.py" in paths_in_index(workspace)
+    odd.write_text("def second_version():\n    return 'pangolin'\n")
+    workspace.update([str(odd)])
+    assert workspace.search("pangolin", mode="lexical").results[0].path == "back\\slash.py"
+    assert workspace.search("okapi", mode="lexical", threshold=0.0).results == []
+
+
 def test_update_into_an_empty_index_is_searchable_lexically(tmp_path, embedder):
     root = tmp_path / "empty"
     root.mkdir()

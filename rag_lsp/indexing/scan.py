@@ -85,7 +85,8 @@ def shown_name(rel: str) -> str:
 
 
 def _norm(rel_path: str) -> str:
-    rel = rel_path.replace("\\", "/").strip("/")
+    # A backslash separates folders on Windows only: elsewhere it is part of a name.
+    rel = (rel_path.replace(os.sep, "/") if os.sep != "/" else rel_path).strip("/")
     while rel.startswith("./"):
         rel = rel[2:]
     return "" if rel == "." else rel
