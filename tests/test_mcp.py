@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import re
+import shutil
 import sys
 import time
 from contextlib import asynccontextmanager
@@ -161,6 +162,20 @@ async def test_the_index_follows_file_changes_while_it_serves(sample_root):
         first = status.splitlines()[0]  # the latest update, not the first run's summary
         assert "last update: " in first and "files scanned" not in first, status
         assert "Indexed: 5 files" in status, status
+
+
+async def test_an_index_folder_deleted_under_the_server_is_built_again(sample_root):
+    async with mcp_client(sample_root) as session:
+        await wait_ready(session)
+        shutil.rmtree(sample_root / ".rag-lsp")  # as `git clean -xdf` does
+        deadline = time.monotonic() + 60
+        while True:
+            status, _ = await call(session, "index_status")
+            found, _ = await call(session, "search_code", {"query": "follow_redirects"})
+            if "Indexed: 5 files" in status and "src/http/client.py" in found:
+                break
+            assert time.monotonic() < deadline, (status, found)
+            await asyncio.sleep(0.3)
 
 
 async def test_an_lsp_server_and_an_mcp_server_share_one_index_under_edits(tmp_path):

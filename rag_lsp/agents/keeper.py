@@ -225,8 +225,14 @@ class WorkspaceKeeper:
             except Exception as exc:  # a head start only: the update follows regardless
                 log.warning("%s: could not draft %d changed files: %s", self.root,
                             len(changed), exc)
+        index_gone = (ws is not None and any(map(self._rules.in_index_folder, rels))
+                      and not ws.index_dir.exists())  # deleted under us: `git clean -xdf`
+        if index_gone:
+            log.warning("%s: the index folder %s was deleted; indexing again", self.root,
+                        ws.index_dir)
         with self._changed:
             self._reopen = self._reopen or CONFIG_FILE_NAME in rels
+            self._rescan = self._rescan or index_gone
             for rel in changed:
                 if self._rules.is_rule_file(rel):
                     self._rules.forget(rel)
