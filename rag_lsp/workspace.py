@@ -61,7 +61,7 @@ from rag_lsp.store.draft import DraftIndex
 from rag_lsp.store.lance_store import ChunkStore
 from rag_lsp.store.live_index import LiveIndex
 from rag_lsp.store.manifest import SCHEMA_VERSION, IndexManifest, without_rebuild_hint
-from rag_lsp.store.private import refuse_default_linked_out
+from rag_lsp.store.private import refuse_index_links
 from rag_lsp.store.sql import all_of, quote
 from rag_lsp.store.staging import discard, fresh_staging, swap_under_way
 from rag_lsp.store.stored_places import STORED_COLUMNS, read_stored
@@ -144,8 +144,7 @@ class Workspace:
         self.embedder = embedder
         self.model_error = model_error
         self.index_dir = settings.index_dir(root)
-        if settings.index_path is None:
-            refuse_default_linked_out(root, self.index_dir)
+        refuse_index_links(root, self.index_dir, default=settings.index_path is None)
         self._counter = ModelTokenCounter(embedder.files.tokenizer_path) if embedder else None
         self._index_lock = threading.Lock()
         # The build of the index this object reads, the tables lock every read and every

@@ -269,6 +269,20 @@ def test_an_index_folder_linked_out_of_the_workspace_is_not_written(cli, tmp_pat
     assert "is a link to gone, which does not exist" in proc.stderr
 
 
+def test_an_index_folder_holding_links_is_not_written_through(cli, tmp_path):
+    """A repository can commit a `.rag-lsp/` with `writer.lock` linked to a file of the
+    user's: the lock's record overwrote that file on the first index."""
+    root, victim = tmp_path / "ws", tmp_path / "bashrc"
+    (root / ".rag-lsp").mkdir(parents=True)
+    (root / "a.py").write_text("def alpha():\n    return 1\n")
+    victim.write_text("precious\n")
+    (root / ".rag-lsp" / "writer.lock").symlink_to(victim)
+    proc = cli("index", str(root))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "holds a link" in proc.stderr and "writer.lock" in proc.stderr
+    assert victim.read_text() == "precious\n"
+
+
 def test_a_loop_of_links_as_a_path_is_named_not_a_traceback(cli, repo, tmp_path):
     (tmp_path / "a").symlink_to(tmp_path / "b")
     (tmp_path / "b").symlink_to(tmp_path / "a")

@@ -15,6 +15,7 @@ from rag_lsp.errors import RagLspError
 
 PRIVATE_DIR = 0o700
 PRIVATE_FILE = 0o600
+NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)  # a link put where an index file goes is not written
 
 
 def private_dir(path: Path) -> Path:
@@ -43,21 +44,36 @@ def private_dir(path: Path) -> Path:
     return path
 
 
-def refuse_default_linked_out(root: Path, index_dir: Path) -> None:
-    """The default index folder, ``.rag-lsp`` in the workspace, may come with the workspace:
-    a cloned repository can hold a link of that name to any folder. One leading outside the
-    workspace is refused (:class:`RagLspError`), so the index, with the text of every file,
-    is never written where a repository chose. ``indexPath`` puts it anywhere on purpose."""
-    if not index_dir.is_symlink():
-        return
-    real_root, target = root.resolve(), index_dir.resolve()
-    if target == real_root or real_root in target.parents:
-        return
-    raise RagLspError(
-        f"the index folder {index_dir} is a link to {target}, outside the workspace {root}; "
-        "an index there is not written (a repository can hold such a link). Remove the link, "
-        "or set `indexPath` in the editor's settings (or pass --index-path) to keep the index "
-        "there on purpose.")
+def refuse_index_links(root: Path, index_dir: Path, *, default: bool) -> None:
+    """An index folder inside the workspace may come with it: a cloned repository can hold a
+    ``.rag-lsp`` link to any folder, or a ``.rag-lsp/`` folder with links in it
+    (``writer.lock`` to a file of the user's, a table to a folder elsewhere). Writing
+    through them would overwrite that file, or put the index (the text of every file)
+    where the repository chose. rag-lsp makes no link in an index, so one there is refused
+    (:class:`RagLspError`); so is the default folder itself linked out of the workspace
+    (``indexPath`` puts the index anywhere on purpose)."""
+    real_root = root.resolve()
+    if default and index_dir.is_symlink():
+        target = index_dir.resolve()
+        if not (target == real_root or real_root in target.parents):
+            raise RagLspError(
+                f"the index folder {index_dir} is a link to {target}, outside the workspace "
+                f"{root}; an index there is not written (a repository can hold such a link). "
+                "Remove the link, or set `indexPath` in the editor's settings (or pass "
+                "--index-path) to keep the index there on purpose.")
+    real_index = index_dir.resolve()
+    if not (real_root in real_index.parents and real_index.is_dir()):
+        return  # outside the workspace (given on purpose), or not made yet
+    for folder, dirs, files in os.walk(real_index):  # (os.walk follows no folder link)
+        for name in dirs + files:
+            entry = os.path.join(folder, name)
+            if os.path.islink(entry):
+                raise RagLspError(
+                    f"the index folder {index_dir} holds a link, {entry} -> "
+                    f"{os.readlink(entry)}; rag-lsp makes none (a repository can hold one to "
+                    "make the index write elsewhere). Delete the index folder (it is built "
+                    "again), or set `indexPath` (or pass --index-path) to keep the index "
+                    "elsewhere.")
 
 
 # So `git status` never lists an index (it holds the text of every indexed file), as .venv's
@@ -83,7 +99,7 @@ def index_folder(path: Path) -> Path:
 def write_private(path: Path, text: str, *, durable: bool = False) -> None:
     """Write ``text`` to a new owner-only file (mode set at creation, never widened);
     ``durable``: on disk before this returns (synced through the handle that wrote it)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | NO_FOLLOW, PRIVATE_FILE)
     with os.fdopen(fd, "w", encoding="utf-8") as out:
         out.write(text)
         if durable:

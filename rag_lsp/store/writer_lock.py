@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from rag_lsp.errors import IndexBusyError
-from rag_lsp.store.private import PRIVATE_FILE, index_folder
+from rag_lsp.store.private import NO_FOLLOW, PRIVATE_FILE, index_folder
 
 LOCK_NAME = "writer.lock"
 POLL_SECONDS = 0.2
@@ -105,7 +105,7 @@ class WriterLock:
                 self._depth += 1
                 return
         index_folder(self.index_dir)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | NO_FOLLOW, PRIVATE_FILE)
         try:
             while not _try_lock(fd):
                 owner = self.owner()
@@ -154,7 +154,7 @@ class WriterLock:
         if self.held or not self.path.exists():
             return None
         try:
-            fd = os.open(self.path, os.O_RDONLY)
+            fd = os.open(self.path, os.O_RDONLY | NO_FOLLOW)
         except OSError:
             return None
         try:
