@@ -348,6 +348,12 @@ async def test_a_folder_opened_through_a_link_follows_events_spelled_its_way(cli
         new.unlink()
         send_file_events(client, (new, Deleted))
         await _appears(client, "settle quarterly escrow", "ledger.py", present=False)
+    # Removed under one spelling, open under the other; closed with the last.
+    await asyncio.sleep(1)  # (the removal handled; nothing to wait for when it is right)
+    assert link.as_uri() in [f["uri"] for f in (await _status(client))["folders"]]
+    _folders_changed(client, removed=[real])
+    await wait_until(lambda: _folder_is(client, link, "ready", files=None, present=False),
+                     what="the folder closed with its last spelling")
 
 
 async def test_an_index_folder_deleted_under_the_server_is_built_again(client, tmp_path):
@@ -402,10 +408,11 @@ async def test_a_folder_nested_in_another_keeps_both_indexes_current(client, tmp
             _folders_changed(client, removed=[inner])
 
 
-async def _folder_is(client, root, state: str, files: int | None = None) -> bool:
-    return any(f["uri"] == root.as_uri() and f["state"] == state
-               and (files is None or f["files"] == files)
-               for f in (await _status(client))["folders"])
+async def _folder_is(client, root, state: str, files: int | None = None,
+                     present: bool = True) -> bool:
+    return present == any(f["uri"] == root.as_uri() and (not present or f["state"] == state)
+                          and (files is None or f["files"] == files)
+                          for f in (await _status(client))["folders"])
 
 
 async def test_the_folder_settings_file_is_honoured_and_followed(client, repo, scratch):
