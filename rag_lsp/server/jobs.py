@@ -62,6 +62,8 @@ class FolderJobs:
         self.pending: set[str] = set()
         self.undrafted: set[str] = set()  # pending paths changed since they were drafted
         self.rescan = False  # an ignore file changed: the next batch rescans the folder
+        self.update_failed = False  # the last update failed (not a run): one that works next
+        # starts a run, to make the index whole again (a run that fails does not loop)
         self.first_pending_at = 0.0
         self.flushing = False
         # Updates since the last compaction, and when the oldest of them landed.

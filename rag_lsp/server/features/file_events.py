@@ -99,14 +99,16 @@ class FileEventBatches:
                 return  # closed while it waited for another process's write
             log.warning("%s: could not apply %d changed files: %s", folder.name, len(paths), exc)
             self.server.set_folder_state(folder, ERROR, str(exc))
+            jobs.update_failed = True
             report = None
         except Exception:
             log.exception("%s: updating %d files failed", folder.name, len(paths))
             report = None
         finally:
             jobs.flushing = False
-        if report is not None and folder.state == ERROR:  # the error is past (a folder
-            self.server.indexing.start_run(folder)  # back): a run makes the index whole again
+        if report is not None and jobs.update_failed:  # the error is past (a folder back):
+            jobs.update_failed = False  # a run makes the index whole again
+            self.server.indexing.start_run(folder)
         if report is not None and (report.files_indexed or report.files_removed):
             log.info("%s: %d changed files applied (%d indexed, %d removed, %d chunks "
                      "embedded) in %.0f ms", folder.name, len(paths), report.files_indexed,
