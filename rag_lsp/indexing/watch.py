@@ -5,6 +5,8 @@ MCP server, whose agents never do."""
 from __future__ import annotations
 
 import logging
+import os
+import stat
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -40,17 +42,22 @@ class FolderWatcher:
 
     def _watch(self) -> None:
         """Watch until stopped. A watch that fails (a name the platform cannot decode, the
-        inotify limit) is started again after a pause; a folder deleted is watched again once
-        it is back, its entries reported as changed (whatever came back with it)."""
+        inotify limit) is started again after a pause; a folder deleted (or replaced: the
+        watch would follow the old one) is watched again once it is back. Either way the
+        folder's entries are then reported as changed: what changed unwatched is in them."""
         failures = 0
+        missed = False  # changes may have gone unwatched: report the entries once watching
         while not self._stop.is_set():
-            if not self.root.is_dir():  # deleted, or moved away
-                self._stop.wait(WATCH_RETRY_SECONDS)
-                if self.root.is_dir() and not self._stop.is_set():
-                    log.info("%s is back; watching it again", self.root)
-                    self._on_paths([str(entry) for entry in self.root.iterdir()])
-                continue
             try:
+                identity = _identity(self.root)
+                if identity is None:  # deleted, or moved away
+                    missed = True
+                    self._stop.wait(WATCH_RETRY_SECONDS)
+                    continue
+                if missed:
+                    log.info("watching %s again", self.root)
+                    self._on_paths([str(entry) for entry in self.root.iterdir()])
+                    missed = False
                 for changes in watchfiles.watch(
                     self.root,
                     stop_event=self._stop,
@@ -64,14 +71,28 @@ class FolderWatcher:
                     if changes:
                         self._on_paths([path for _change, path in changes])
                         failures = 0
-                    if not self.root.is_dir():
-                        break  # its watch went with it
+                    # The folder itself deleted (a new one may already stand there, even
+                    # with the same inode) or replaced: its watch went with it.
+                    if ((watchfiles.Change.deleted, str(self.root)) in changes
+                            or _identity(self.root) != identity):
+                        missed = True
+                        break
                 else:
                     return  # stopped
             except Exception as exc:  # e.g. the inotify watch limit; say so, keep serving
                 failures += 1
+                missed = True
                 pause = min(WATCH_RETRY_MAX_SECONDS, WATCH_RETRY_SECONDS * 2 ** failures)
                 log.warning("watching %s for changes failed (%s); the index follows only the "
                             "editor's events and saves until it is watched again, in %.0f s",
                             self.root, exc, pause)
                 self._stop.wait(pause)
+
+
+def _identity(folder: Path) -> tuple[int, int] | None:
+    """Which folder is at ``folder`` now (device, inode), or ``None`` when there is none."""
+    try:
+        info = os.stat(folder)
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino) if stat.S_ISDIR(info.st_mode) else None
