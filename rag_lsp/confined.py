@@ -41,15 +41,29 @@ def resolved(path: Path, what: str) -> Path:
 
 def real_path_inside(root: Path, rel: str) -> Path | None:
     """The real path of ``root / rel`` when it lies inside ``root``, else ``None``."""
+    real_root = _real_root(root)
+    parts = None if real_root is None else _parts_inside(real_root, rel)
+    return None if parts is None else real_root.joinpath(*parts)
+
+
+def _real_root(root: Path) -> Path | None:
     try:
-        real = (root / rel).resolve()
-        real.relative_to(root.resolve())
+        return root.resolve()
+    except (OSError, RuntimeError):  # a loop of links (Python before 3.13: RuntimeError)
+        return None
+
+
+def _parts_inside(real_root: Path, rel: str) -> tuple[str, ...] | None:
+    """The parts of ``real_root / rel``'s real path below ``real_root`` (a real path), or
+    ``None`` when it lies outside."""
+    try:
+        return (real_root / rel).resolve().relative_to(real_root).parts
     except (ValueError, OSError, RuntimeError):  # outside, a NUL in the path, a link loop
-        return None  # (Python before 3.13 raises RuntimeError for a loop)
-    return real
+        return None
 
 
 _NO_LINK = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+_NO_WAIT = getattr(os, "O_NONBLOCK", 0)  # (Windows has no FIFOs to wait on)
 _WALKS_FOLDERS = os.open in os.supports_dir_fd and hasattr(os, "O_DIRECTORY")
 
 
@@ -87,7 +101,7 @@ def open_regular(path: Path) -> BinaryIO:
     """``path`` (links followed) opened for reading when it is a regular file; anything else
     raises :class:`NotAFileError` before a byte is read: opening a FIFO for reading waits
     for a writer, so it is opened without waiting and looked at first."""
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    flags = os.O_RDONLY | _NO_WAIT | getattr(os, "O_CLOEXEC", 0)
     return _regular(os.open(path, flags), path)
 
 
@@ -96,23 +110,30 @@ def open_inside(root: Path, rel: str) -> BinaryIO:
     (``..``, links), then opened one folder at a time from the root following no link, so a
     link swapped in meanwhile is refused. Raises :class:`OutsideWorkspaceError` (outside, or
     a link swapped in), :class:`NotAFileError`, or another :class:`OSError`."""
-    real = real_path_inside(root, rel)
-    if real is None:
+    real_root = _real_root(root)
+    parts = None if real_root is None else _parts_inside(real_root, rel)
+    if real_root is None or parts is None:
         raise OutsideWorkspaceError(f"{rel} leads outside the workspace {root}")
-    real_root = root.resolve()
-    parts = real.relative_to(real_root).parts
     path = real_root.joinpath(*parts)
     if not parts:
         raise NotAFileError(errno.EISDIR, "the workspace folder itself, not a file", str(path))
     try:
-        fd = _open_below(real_root, parts, os.O_RDONLY | os.O_NONBLOCK)
+        fd = _open_below(real_root, parts, os.O_RDONLY | _NO_WAIT)
     except OSError as exc:
-        if exc.errno in (errno.ELOOP, errno.ENOTDIR):  # a link where a real path was
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR) and _link_on_way(real_root, parts):
             raise OutsideWorkspaceError(
                 exc.errno, "a link took the place of a file or folder on its path while it "
                 "was read; it is not followed", str(path)) from exc
+        if exc.errno == errno.ENOTDIR:  # a folder on its way is a file now: no such file
+            raise FileNotFoundError(errno.ENOENT, "a folder on its path is now a file",
+                                    str(path)) from exc
         raise
     return _regular(fd, path)
+
+
+def _link_on_way(real_root: Path, parts: tuple[str, ...]) -> bool:
+    """True when a link stands at ``real_root / parts`` or on the way there."""
+    return any(real_root.joinpath(*parts[:end]).is_symlink() for end in range(1, len(parts) + 1))
 
 
 def read_inside(root: Path, rel: str) -> str:

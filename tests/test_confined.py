@@ -24,14 +24,14 @@ def tree(tmp_path: Path) -> tuple[Path, Path]:
 def _swap_after_resolving(monkeypatch: pytest.MonkeyPatch, swap) -> None:
     """Resolve as the code does, then change the tree before the file is opened: the
     moment a folder or file can be replaced by a link."""
-    resolve = confined.real_path_inside
+    resolve = confined._parts_inside  # noqa: SLF001
 
-    def resolve_then_swap(root: Path, rel: str) -> Path | None:
-        real = resolve(root, rel)
+    def resolve_then_swap(real_root: Path, rel: str) -> tuple[str, ...] | None:
+        parts = resolve(real_root, rel)
         swap()
-        return real
+        return parts
 
-    monkeypatch.setattr(confined, "real_path_inside", resolve_then_swap)
+    monkeypatch.setattr(confined, "_parts_inside", resolve_then_swap)
 
 
 def test_a_folder_swapped_for_a_link_after_resolving_is_not_followed_out(
@@ -57,6 +57,19 @@ def test_a_file_swapped_for_a_link_after_resolving_is_not_followed_out(
 
     _swap_after_resolving(monkeypatch, swap)
     with pytest.raises(OutsideWorkspaceError):
+        read_inside(root, "pkg/mod.py")
+
+
+def test_a_folder_replaced_by_a_file_after_resolving_is_a_missing_file(
+        tree, monkeypatch: pytest.MonkeyPatch) -> None:
+    root, _ = tree
+
+    def swap() -> None:
+        (root / "pkg").rename(root / "pkg-old")
+        (root / "pkg").write_text("now a file\n")
+
+    _swap_after_resolving(monkeypatch, swap)
+    with pytest.raises(FileNotFoundError):  # not "a link took its place"
         read_inside(root, "pkg/mod.py")
 
 

@@ -260,7 +260,13 @@ class Indexer:
         report = IndexReport()
         rules = WorkspaceFilter(self.root, self.settings, index_dir=self._index_dir)
         known = self.store.file_records()
-        known_in_order = sorted(known)
+        in_order: list[str] = []  # the known paths sorted, once a folder needs them
+
+        def known_under(folder: str) -> list[str]:
+            if not in_order:
+                in_order.extend(sorted(known))
+            return _under(in_order, folder)
+
         present: list[ScannedFile] = []
         removed: set[str] = set()
         # "" is the root itself: an event for it says nothing about any one file.
@@ -273,9 +279,12 @@ class Indexer:
                     report.skip(reason, len(skipped))
                 _log_skipped(scan.skipped)
                 found = {f.path for f in scan.files}
-                removed.update(p for p in _under(known_in_order, rel) if p not in found)
-            else:  # not a folder (now): nothing indexed beneath it is there any more (a
-                removed.update(_under(known_in_order, rel))  # folder deleted, or a file now)
+                removed.update(p for p in known_under(rel) if p not in found)
+            else:
+                # Not a folder now: nothing indexed beneath it is there any more (a folder
+                # deleted, or a file now). A file indexed as one held nothing beneath it.
+                if rel not in known:
+                    removed.update(known_under(rel))
                 if isinstance(verdict, ScannedFile):
                     present.append(verdict)
                     continue

@@ -348,7 +348,7 @@ def _behind_folder_link(root: Path, rel: str) -> bool:
     """True when a folder on ``rel``'s way from ``root`` (``root`` resolved) is a link, to
     anywhere: a file beneath is the link's target's, perhaps outside the workspace."""
     parent = os.path.dirname(rel)
-    return bool(parent) and os.path.realpath(root / parent) != os.path.join(root, parent)
+    return bool(parent) and Path(os.path.realpath(root / parent)) != root / parent
 
 
 def _visit(

@@ -35,7 +35,7 @@ def _relative_glob(glob: str, root: Path) -> str:
 def _inside(body: str, root: Path) -> str | None:
     """``body`` relative to ``root`` when it is an absolute path inside it, typed as the root
     is spelled or through a link to it (its folders before any wildcard are resolved)."""
-    if not body.startswith("/"):
+    if not Path(body).is_absolute():  # (`C:/ws/...` is, on Windows)
         return None
     for base in (root.as_posix().rstrip("/") + "/", root.resolve().as_posix().rstrip("/") + "/"):
         if body.startswith(base):
