@@ -309,13 +309,7 @@ def test_lines_the_sdk_would_drop_are_answered_and_serving_goes_on(sample_root):
              "",
              json.dumps({"jsonrpc": "2.0", "id": 16, "method": "ping", "params": None}),
              json.dumps({"jsonrpc": "2.0", "id": 13, "method": "tools/list"})]
-    try:
-        server.stdin.write("\n".join(lines) + "\n")
-        server.stdin.flush()
-        answers = [json.loads(server.stdout.readline()) for _ in range(10)]
-    finally:
-        server.stdin.close()
-        server.wait(timeout=30)
+    answers = _answers(server, lines, 10)
     errors = [(a.get("id"), a["error"]["code"]) for a in answers if "error" in a]
     assert errors == [(None, -32700), (None, -32600), (11, -32600), (None, -32600),
                       (12, -32602), (14, -32600), (15, -32600)]
@@ -339,15 +333,31 @@ def test_a_request_before_the_handshake_is_told_to_send_initialize(sample_root):
              json.dumps({"jsonrpc": "2.0", "id": 4, "method": "initialize", "params": hello}),
              json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
              json.dumps({"jsonrpc": "2.0", "id": 5, "method": "tools/list"})]
-    try:
-        server.stdin.write("\n".join(lines) + "\n")
-        server.stdin.flush()
-        answers = {a["id"]: a for a in (json.loads(server.stdout.readline()) for _ in range(5))}
-    finally:
-        server.stdin.close()
-        server.wait(timeout=30)
+    answers = {a["id"]: a for a in _answers(server, lines, 5)}
     assert answers[1]["error"]["code"] == -32602  # the SDK's code, with words that help
     assert "send `initialize` first" in answers[1]["error"]["message"]
     assert answers[2]["error"]["code"] == -32601  # not served: said so, as before
     assert answers[3]["result"] == {} and "result" in answers[4]
     assert answers[5]["result"]["tools"]  # after the handshake, served
+
+
+def _answers(server, lines: list[str], count: int, seconds: float = 60.0) -> list[dict]:
+    """Send ``lines``, read ``count`` answers; a missing answer fails the test (the server
+    is killed after ``seconds``) instead of hanging it."""
+    import threading
+
+    watchdog = threading.Timer(seconds, server.kill)
+    watchdog.start()
+    try:
+        server.stdin.write("\n".join(lines) + "\n")
+        server.stdin.flush()
+        answers = []
+        for _ in range(count):
+            line = server.stdout.readline()
+            assert line, f"no answer after {answers} (killed after {seconds:.0f} s)"
+            answers.append(json.loads(line))
+        return answers
+    finally:
+        watchdog.cancel()
+        server.stdin.close()
+        server.wait(timeout=30)

@@ -8,7 +8,8 @@ error, invalid request, invalid params), so the SDK only sees messages it can se
 
 A request the server serves, sent before the handshake's ``initialize``, the SDK refuses as
 "Invalid request parameters" with nothing more: that one is answered here too, saying to
-send ``initialize`` first.
+send ``initialize`` first. (After an ``initialize`` the SDK refused, its own words are back:
+this guard sees lines, not answers.)
 """
 
 from __future__ import annotations
