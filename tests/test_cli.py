@@ -267,6 +267,11 @@ def test_an_index_folder_linked_out_of_the_workspace_is_not_written(cli, tmp_pat
     proc = cli("index", str(root))
     assert proc.returncode == 1
     assert "is a link to gone, which does not exist" in proc.stderr
+    (root / ".rag-lsp").unlink()
+    (root / ".rag-lsp").symlink_to(".rag-lsp")  # a loop of one
+    proc = cli("index", str(root))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "is a loop of links" in proc.stderr
 
 
 def test_an_index_folder_holding_links_is_not_written_through(cli, tmp_path):

@@ -53,15 +53,20 @@ def refuse_index_links(root: Path, index_dir: Path, *, default: bool) -> None:
     (:class:`RagLspError`); so is the default folder itself linked out of the workspace
     (``indexPath`` puts the index anywhere on purpose)."""
     real_root = root.resolve()
+    try:
+        real_index = index_dir.resolve()
+    except (OSError, RuntimeError) as exc:  # (Python before 3.13: RuntimeError)
+        raise RagLspError(f"the index folder {index_dir} is a loop of links; it names no "
+                          "folder. Remove the link, or set `indexPath` (or pass --index-path) "
+                          "to put the index somewhere else.") from exc
     if default and index_dir.is_symlink():
-        target = index_dir.resolve()
+        target = real_index
         if not (target == real_root or real_root in target.parents):
             raise RagLspError(
                 f"the index folder {index_dir} is a link to {target}, outside the workspace "
                 f"{root}; an index there is not written (a repository can hold such a link). "
                 "Remove the link, or set `indexPath` in the editor's settings (or pass "
                 "--index-path) to keep the index there on purpose.")
-    real_index = index_dir.resolve()
     if not (real_root in real_index.parents and real_index.is_dir()):
         return  # outside the workspace (given on purpose), or not made yet
     for folder, dirs, files in os.walk(real_index):  # (os.walk follows no folder link)
