@@ -288,6 +288,21 @@ def test_an_index_folder_holding_links_is_not_written_through(cli, tmp_path):
     assert victim.read_text() == "precious\n"
 
 
+def test_a_name_with_a_newline_is_one_line_and_can_be_given(cli, tmp_path):
+    root = tmp_path / "ws"
+    root.mkdir()
+    odd = root / "odd\nname.py"
+    odd.write_text("def reticulate_splines():\n    return 'splines'\n")
+    proc = cli("search", "reticulate splines", "--root", str(root), "--mode", "lexical")
+    assert proc.returncode == 0, proc.stderr
+    [hit] = [line for line in proc.stdout.splitlines() if "name.py" in line]
+    assert "odd\\nname.py:1-2" in hit  # escaped: one result, one line
+    proc = cli("context", "--mode", "debugger", "--root", str(root), "--no-knowledge",
+               "--manual", f"{odd}:1-2", "splines")
+    assert proc.returncode == 0, proc.stderr
+    assert "reticulate_splines" in proc.stdout
+
+
 def test_a_loop_of_links_as_a_path_is_named_not_a_traceback(cli, repo, tmp_path):
     (tmp_path / "a").symlink_to(tmp_path / "b")
     (tmp_path / "b").symlink_to(tmp_path / "a")

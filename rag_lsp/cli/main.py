@@ -200,6 +200,11 @@ def cmd_index(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _shown(path: str) -> str:
+    """A path on one line: a newline or other control character in a name is escaped."""
+    return path if path.isprintable() else repr(path)[1:-1]
+
+
 def cmd_search(args: argparse.Namespace) -> int:
     if not args.query and not args.batch:
         raise RagLspError("give a QUERY to search for, or --batch FILE")
@@ -234,7 +239,8 @@ def cmd_search(args: argparse.Namespace) -> int:
         others = ", ".join(f"L{r.start_line}-{r.end_line}" for r in hit.ranges[1:4])
         if len(hit.ranges) > 4:
             others += f", +{len(hit.ranges) - 4} more"
-        print(f"{hit.score:.3f}  {hit.path}:{hit.start_line}-{hit.end_line}  [{hit.kind}]{label}"
+        print(f"{hit.score:.3f}  {_shown(hit.path)}:{hit.start_line}-{hit.end_line}  "
+              f"[{hit.kind}]{label}"
               + (f"  (also {others})" if others else ""))
     print_dim(f"{len(response.results)} results in {response.took_ms:.0f} ms ({response.mode})")
     return EXIT_OK

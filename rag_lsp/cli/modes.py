@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # the engine loads when a command runs, not to print --help
     from rag_lsp.workspace import Workspace
 
 EXIT_OK = 0
-LINES = re.compile(r"^(?P<path>.+?)(?::L?(?P<start>\d+)(?:-L?(?P<end>\d+))?)?$")
+LINES = re.compile(r"^(?P<path>.+?)(?::L?(?P<start>\d+)(?:-L?(?P<end>\d+))?)?$", re.DOTALL)
 MODE_HELP = f"{', '.join(BUILTIN_MODES)}, or a mode named in the extraModes setting"
 
 
