@@ -230,7 +230,10 @@ class RagServer(LanguageServer):
             return
         self._shown.add(message)
         log.log(logging.ERROR if kind == types.MessageType.Error else logging.WARNING, message)
-        self.window_show_message(types.ShowMessageParams(type=kind, message=message))
+        # VS Code runs a `[label](command:…)` link in a pop-up when clicked, and messages
+        # quote workspace text: a zero-width space in "](" reads the same and links nothing.
+        shown = message.replace("](", "]\u200b(")
+        self.window_show_message(types.ShowMessageParams(type=kind, message=shown))
 
     def show_error(self, message: str) -> None:
         self.show(types.MessageType.Error, message)

@@ -5,6 +5,7 @@ import * as vscode from "vscode";
 import { reportingErrors } from "./commands";
 import { openRange } from "./lspRange";
 import { availableModes } from "./modes";
+import { visibleBidi } from "./notify";
 import { Requests, type KbEntry, type KbListResponse, type KbRemovedResponse } from "./protocol";
 import { knowledgeDocumentUri, type ReadOnlyDocuments } from "./readOnlyDocuments";
 import type { RagServerApi } from "./serverApi";
@@ -42,7 +43,7 @@ export function entryItem(node: Extract<KnowledgeNode, { type: "entry" }>): vsco
   item.id = `entry:${node.mode}:${entry.id}`;
   item.iconPath = new vscode.ThemeIcon(entry.stale ? "warning" : "note");
   const anchor = entry.anchors[0];
-  item.description = [entry.createdAt.slice(0, 10), anchor ? anchor.path : "", entry.stale ? "stale" : ""].filter(Boolean).join(" · ");
+  item.description = [entry.createdAt.slice(0, 10), anchor ? visibleBidi(anchor.path) : "", entry.stale ? "stale" : ""].filter(Boolean).join(" · ");
   const tooltip = new vscode.MarkdownString();
   tooltip.appendText(`${label}\n${entry.createdAt}${entry.tags.length ? ` · ${entry.tags.join(", ")}` : ""}`);
   if (entry.stale) tooltip.appendText(`\nStale: ${entry.staleReason ?? "the code it is about has changed"}`);

@@ -27,6 +27,16 @@ export function activeFileParam(editor: { document: { uri: vscode.Uri }; selecti
   return selection ? { uri: editor.document.uri.toString(), selection } : { uri: editor.document.uri.toString() };
 }
 
+/** `uri` when it names a file in an open workspace folder, the only places results come
+ * from; anything else (another scheme, a path outside) is refused rather than opened. */
+export function workspaceFile(uri: string): vscode.Uri {
+  const parsed = vscode.Uri.parse(uri);
+  if (parsed.scheme !== "file" || !vscode.workspace.getWorkspaceFolder(parsed)) {
+    throw new Error(`not a file in the workspace: ${uri}`);
+  }
+  return parsed;
+}
+
 /** Where a context item or result points: a Location with lines, else the whole file. */
 export function itemLocation(uri: string, range: Range | null | undefined): vscode.Location | vscode.Uri {
   const parsed = vscode.Uri.parse(uri);
@@ -39,7 +49,7 @@ export function itemLocation(uri: string, range: Range | null | undefined): vsco
  * with the line before; a range past the end of a file that has since shrunk is clamped.
  */
 export async function openRange(uri: string, range: Range, options: { preview?: boolean } = {}): Promise<vscode.TextEditor> {
-  const document = await vscode.workspace.openTextDocument(vscode.Uri.parse(uri));
+  const document = await vscode.workspace.openTextDocument(workspaceFile(uri));
   const lastLine = Math.max(0, document.lineCount - 1);
   const startLine = Math.min(range.start.line, lastLine);
   const endLine = Math.min(range.end.character === 0 && range.end.line > range.start.line ? range.end.line - 1 : range.end.line, lastLine);

@@ -56,7 +56,7 @@ async function showContextInEditor(server: RagServerApi, documents: ReadOnlyDocu
     { location: vscode.ProgressLocation.Notification, title: `rag-lsp: gathering ${mode} context…`, cancellable: true },
     (_progress, token) => server.request<ContextResponse>(Requests.injectContext, params, token));
   if (!result.context) {
-    void vscode.window.showInformationMessage(`rag-lsp: nothing in the workspace is relevant enough to "${result.query}".`);
+    void vscode.window.showInformationMessage(brief(`rag-lsp: nothing in the workspace is relevant enough to "${result.query}".`));
     return;
   }
   await documents.show(contextDocumentUri(mode), result.context);

@@ -5,6 +5,7 @@
 import * as vscode from "vscode";
 import type { SearchResponse } from "./protocol";
 import { plural } from "./commands";
+import { visibleBidi } from "./notify";
 import { groupByFile, lineSpan, type RangeRow, type ResultGroup } from "./results";
 
 export const RESULTS_VIEW_ID = "ragLsp.resultsView";
@@ -30,15 +31,16 @@ const KIND_ICONS: Record<string, string> = {
 
 export function fileItem(group: ResultGroup): vscode.TreeItem {
   const uri = vscode.Uri.parse(group.uri);
-  const slash = group.path.lastIndexOf("/");
-  const name = group.path.slice(slash + 1);
-  const dir = [group.folderName, slash > 0 ? group.path.slice(0, slash) : ""].filter(Boolean).join(" · ");
+  const path = visibleBidi(group.path); // (a name holding U+202E would read backwards)
+  const slash = path.lastIndexOf("/");
+  const name = path.slice(slash + 1);
+  const dir = [group.folderName, slash > 0 ? path.slice(0, slash) : ""].filter(Boolean).join(" · ");
   const count = group.rows.length;
   const item = new vscode.TreeItem(name, vscode.TreeItemCollapsibleState.Expanded);
   item.id = group.uri;
   item.resourceUri = uri; // the theme's icon for this file
   item.description = dir ? `${dir} · ${count}` : String(count);
-  item.tooltip = `${group.path}: ${plural(count, "matching range")}, relevance ${group.score.toFixed(2)}`;
+  item.tooltip = `${path}: ${plural(count, "matching range")}, relevance ${group.score.toFixed(2)}`;
   item.contextValue = "ragLsp.resultFile";
   item.accessibilityInformation = { label: `${group.path}, ${plural(count, "range")}` };
   return item;
@@ -57,7 +59,7 @@ export function rangeItem(group: ResultGroup, row: RangeRow): vscode.TreeItem {
   item.description = description;
   item.iconPath = new vscode.ThemeIcon(KIND_ICONS[row.kind] ?? "symbol-misc");
   const tooltip = new vscode.MarkdownString();
-  tooltip.appendText(`${group.path} ${row.label}${row.kind ? ` (${row.kind})` : ""}, relevance ${row.score.toFixed(2)}`);
+  tooltip.appendText(`${visibleBidi(group.path)} ${row.label}${row.kind ? ` (${row.kind})` : ""}, relevance ${row.score.toFixed(2)}`);
   const code = row.snippet ?? row.preview;
   if (code) tooltip.appendMarkdown(`\n\n${fence(code, group.language)}`);
   item.tooltip = tooltip;
@@ -68,11 +70,12 @@ export function rangeItem(group: ResultGroup, row: RangeRow): vscode.TreeItem {
   return item;
 }
 
-/** A Markdown code block that no backtick run inside `code` can close. */
-function fence(code: string, language: string): string {
+/** A Markdown code block that no backtick run inside `code` can close, nor its language
+ * (read from the index, which a cloned repository can ship: only a name's characters). */
+export function fence(code: string, language: string): string {
   const longest = Math.max(2, ...[...code.matchAll(/`+/g)].map((m) => m[0].length));
   const ticks = "`".repeat(longest + 1);
-  return `${ticks}${language}\n${code}\n${ticks}`;
+  return `${ticks}${/^[\w+#.-]*$/.test(language) ? language : ""}\n${code}\n${ticks}`;
 }
 
 export class ResultsTree implements vscode.TreeDataProvider<ResultNode>, vscode.Disposable {

@@ -2,6 +2,7 @@
 // Enter moves to the tree, Escape leaves the results where they are.
 import * as vscode from "vscode";
 import { errorText } from "./commands";
+import { unlinked } from "./notify";
 import { MAX_QUERY_CHARS, Requests, type SearchResponse } from "./protocol";
 import { isStale } from "./results";
 import type { ResultsTree } from "./resultsTree";
@@ -58,7 +59,7 @@ export class SearchController {
       running = this.search(value).then((note) => {
         if (isStale(value.trim(), this.latest)) return;
         input.busy = false;
-        input.prompt = note;
+        input.prompt = unlinked(note); // (a prompt's Markdown links are live too)
       });
     };
     input.onDidChangeValue((value) => {

@@ -1,10 +1,10 @@
 // Starts `rag-lsp serve` with vscode-languageclient and keeps it running: restarts it after a
 // crash (within limits), forwards rag/indexStatus, and explains failures with their fix.
 import * as vscode from "vscode";
-import { LanguageClient, ResponseError, State, TransportKind, type ServerOptions, type StaticFeature } from "vscode-languageclient/node";
+import { LanguageClient, MessageType, ResponseError, ShowMessageNotification, State, TransportKind, type ServerOptions, type ShowMessageParams, type StaticFeature } from "vscode-languageclient/node";
 import { clientOptions, ReportingErrorHandler } from "./clientOptions";
 import { findExecutable } from "./executable";
-import { brief, NOTIFICATION_MAX_CHARS } from "./notify";
+import { brief, NOTIFICATION_MAX_CHARS, unlinked } from "./notify";
 import { Notifications, type IndexStatus } from "./protocol";
 import { decideOnCrash, gaveUpMessage } from "./restartPolicy";
 import type { RagServerApi, ServerState } from "./serverApi";
@@ -123,6 +123,7 @@ export class RagServer implements RagServerApi, vscode.Disposable {
     });
     client = new RagLanguageClient("ragLsp", "rag-lsp", serverOptions, options);
     client.registerFeature(NO_WORK_DONE_PROGRESS);
+    client.onNotification(ShowMessageNotification.type, showServerMessage); // (replaces the client's own)
     client.onNotification(Notifications.indexStatus, (status: IndexStatus) => {
       this.status = status;
       this.statusEmitter.fire(status);
@@ -181,6 +182,16 @@ export class RagServer implements RagServerApi, vscode.Disposable {
  * of RagServer's one message that says what to fix. Its errors go to the log only; RagServer
  * explains start failures and crashes. It also logs every exit of the server process as an
  * error, even the clean exit (code 0) that ends a stop or restart the user asked for. */
+/** The server's pop-ups, as vscode-languageclient shows them but with links disarmed: they
+ * quote workspace text (an unknown settings key in a cloned repository's .rag-lsp.json), and
+ * VS Code runs `[label](command:…)` in a notification as a command when clicked. */
+function showServerMessage({ type, message }: ShowMessageParams): void {
+  const text = unlinked(message);
+  if (type === MessageType.Error) void vscode.window.showErrorMessage(text);
+  else if (type === MessageType.Warning) void vscode.window.showWarningMessage(text);
+  else void vscode.window.showInformationMessage(text);
+}
+
 class RagLanguageClient extends LanguageClient {
   override error(message: string, data?: unknown): void {
     if (message === "Server process exited with code 0.") this.info(message, data, false);

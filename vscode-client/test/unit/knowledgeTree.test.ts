@@ -4,7 +4,7 @@ import { registerKnowledgeView, type KnowledgeNode, type KnowledgeTree } from ".
 import type { KbEntry } from "../../src/protocol";
 import { ReadOnlyDocuments } from "../../src/readOnlyDocuments";
 import { FakeServer } from "./fakeServer";
-import { commands, fake } from "./vscode-stub";
+import { commands, fake, Uri, workspace } from "./vscode-stub";
 
 const entry = (id: string, extra: Partial<KbEntry> = {}): KbEntry => ({
   id, mode: "debugger", title: `finding ${id}`, content: `content of ${id}`, tags: [], sessionId: null,
@@ -58,6 +58,7 @@ describe("knowledge view", () => {
 
   it("opens an anchored entry at its code, and another as a read-only document", async () => {
     fake.state.files.set("file:///w/repo/a.py", "a\nb\nc\nd\ne\nf");
+    workspace.workspaceFolders = [{ uri: Uri.file("/w/repo"), name: "repo", index: 0 }];
     const [debuggerMode] = await modes();
     const [first, second] = await tree.getChildren(debuggerMode);
     await commands.executeCommand("ragLsp.kb.open", first);

@@ -6,7 +6,7 @@ import type { Range, SearchResponse, SearchResult } from "../../src/protocol";
 import { RANGES_SHOWN, ResultsTree, type ResultNode } from "../../src/resultsTree";
 import { SearchController } from "../../src/searchInput";
 import { FakeServer } from "./fakeServer";
-import { fake, MarkdownString, type FakeInputBox, type FakeTreeView } from "./vscode-stub";
+import { fake, MarkdownString, Uri, workspace, type FakeInputBox, type FakeTreeView } from "./vscode-stub";
 
 const lines = (start: number, endExclusive: number): Range => ({ start: { line: start, character: 0 }, end: { line: endExclusive, character: 0 } });
 
@@ -97,7 +97,10 @@ describe("results tree", () => {
 
 describe("openRange", () => {
   const text = Array.from({ length: 30 }, (_, i) => `line ${i + 1}`).join("\n");
-  beforeEach(() => fake.state.files.set("file:///w/repo/a.py", text));
+  beforeEach(() => {
+    fake.state.files.set("file:///w/repo/a.py", text);
+    workspace.workspaceFolders = [{ uri: Uri.file("/w/repo"), name: "repo", index: 0 }];
+  });
 
   it("[defect 1] selects exactly the range's lines, cursor on the first, and shows it", async () => {
     const editor = await openRange("file:///w/repo/a.py", lines(10, 20));
@@ -110,6 +113,14 @@ describe("openRange", () => {
   it("clamps a range past the end of a file that has shrunk", async () => {
     const editor = await openRange("file:///w/repo/a.py", lines(25, 60));
     expect(editor.selection.end).toMatchObject({ line: 29 });
+  });
+
+  it("opens files of the workspace only: another scheme or a path outside is refused", async () => {
+    fake.state.files.set("file:///w/elsewhere/b.py", text);
+    for (const uri of ["file:///w/elsewhere/b.py", "command:workbench.action.terminal.new", "https://example.com/a.py"]) {
+      await expect(openRange(uri, lines(1, 2))).rejects.toThrow(/not a file in the workspace/);
+    }
+    expect(fake.state.shownEditors).toEqual([]);
   });
 });
 

@@ -45,6 +45,16 @@ describe("RagServer", () => {
     expect(states).toEqual(["starting", "running"]);
   });
 
+  it("shows the server's messages with their links disarmed (VS Code runs `command:` links)", async () => {
+    await server.start();
+    await server.request("test/showMessage", { type: 2, message: "unknown setting `[Fix it](command:workbench.action.terminal.new)`" });
+    await until(() => fake.state.messages.length > 0);
+    const [shown] = fake.state.messages;
+    expect(shown.level).toBe("warning");
+    expect(shown.text).toContain("[Fix it]\u200B(command:");
+    expect(shown.text).not.toMatch(/\]\(command:/);
+  });
+
   it("sends {} for a request without params, and params as given", async () => {
     await server.start();
     const paramsOf = async (...args: [] | [unknown]) => (await server.request<{ params: unknown }>("rag/status", ...args)).params;

@@ -343,6 +343,10 @@ export const workspace = {
     fake.state.openedDocuments.push(options);
     return { uri: Uri.parse("untitled:Untitled-1"), languageId: options.language ?? "plaintext", getText: () => options.content ?? "" };
   },
+  getWorkspaceFolder(uri: Uri) {
+    const inside = (folder: Uri) => uri.path === folder.path || uri.path.startsWith(`${folder.path.replace(/\/$/, "")}/`);
+    return workspace.workspaceFolders?.find((folder) => folder.uri.scheme === uri.scheme && inside(folder.uri));
+  },
   registerTextDocumentContentProvider(scheme: string, provider: { provideTextDocumentContent(uri: Uri): string }): Disposable {
     fake.state.contentProviders.set(scheme, provider);
     return new Disposable(() => fake.state.contentProviders.delete(scheme));
