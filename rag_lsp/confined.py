@@ -28,15 +28,34 @@ class NotAFileError(OSError):
 
 def resolved(path: Path, what: str) -> Path:
     """``path`` with ``..`` and every link resolved; :class:`BadInputError` naming ``what``
-    when it holds a NUL or its links loop (Python before 3.13 raises RuntimeError for a
-    loop, later OSError)."""
+    when it holds a NUL or its links loop."""
     if "\0" in str(path):
         raise BadInputError(f"{what}: {str(path)!r} holds a NUL character; no file name can")
     try:
-        return path.resolve()
-    except (RuntimeError, OSError) as exc:
+        return resolve_or_loop(path)
+    except LinkLoopError as exc:
         raise BadInputError(f"{what}: {path} is a loop of symbolic links; it names no file"
                             ) from exc
+
+
+class LinkLoopError(OSError):
+    """The path's links loop: it names nothing."""
+
+
+def resolve_or_loop(path: Path) -> Path:
+    """``path.resolve()``, a path not made yet resolved as far as it goes, or
+    :class:`LinkLoopError`. (A loop raises RuntimeError before Python 3.13; from 3.13 a
+    non-strict resolve returns the looping path as it is, so it is asked strictly first.)"""
+    try:
+        return path.resolve(strict=True)
+    except FileNotFoundError:
+        return path.resolve()
+    except RuntimeError as exc:
+        raise LinkLoopError(errno.ELOOP, "a loop of symbolic links", str(path)) from exc
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise LinkLoopError(errno.ELOOP, "a loop of symbolic links", str(path)) from exc
+        return path.resolve()  # (a file where a folder should be: nothing there, no loop)
 
 
 def real_path_inside(root: Path, rel: str) -> Path | None:

@@ -19,14 +19,14 @@ if TYPE_CHECKING:  # the engine loads when a command runs, not to print --help
     from rag_lsp.workspace import Workspace
 
 EXIT_OK = 0
-LINES = re.compile(r"^(?P<path>.+?)(?::L?(?P<start>\d+)(?:-L?(?P<end>\d+))?)?$", re.DOTALL)
+LINES = re.compile(r"(?P<path>.+?)(?::L?(?P<start>\d+)(?:-L?(?P<end>\d+))?)?\Z", re.DOTALL)
 MODE_HELP = f"{', '.join(BUILTIN_MODES)}, or a mode named in the extraModes setting"
 
 
 def _path_and_lines(spec: str, flag: str) -> tuple[str, int | None, int | None]:
     """``PATH``, ``PATH:12`` or ``PATH:12-30`` (an ``L`` before numbers is accepted), as
     given to ``flag``."""
-    match = LINES.match(spec)
+    match = LINES.fullmatch(spec)
     if not match:
         raise RagLspError(f"{flag} {spec!r}: expected PATH, PATH:LINE or PATH:START-END")
     start = int(match["start"]) if match["start"] else None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
@@ -232,7 +233,7 @@ class RagServer(LanguageServer):
         log.log(logging.ERROR if kind == types.MessageType.Error else logging.WARNING, message)
         # VS Code runs a `[label](command:…)` link in a pop-up when clicked, and messages
         # quote workspace text: a zero-width space in "](" reads the same and links nothing.
-        shown = message.replace("](", "]\u200b(")
+        shown = re.sub(r"\]\((?=(?:command|file|https?):)", "]\u200b(", message, flags=re.I)
         self.window_show_message(types.ShowMessageParams(type=kind, message=shown))
 
     def show_error(self, message: str) -> None:

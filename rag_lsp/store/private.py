@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 from rag_lsp.config import DEFAULT_INDEX_DIR_NAME
+from rag_lsp.confined import LinkLoopError, resolve_or_loop
 from rag_lsp.errors import RagLspError
 
 PRIVATE_DIR = 0o700
@@ -54,8 +55,8 @@ def refuse_index_links(root: Path, index_dir: Path, *, default: bool) -> None:
     (``indexPath`` puts the index anywhere on purpose)."""
     real_root = root.resolve()
     try:
-        real_index = index_dir.resolve()
-    except (OSError, RuntimeError) as exc:  # (Python before 3.13: RuntimeError)
+        real_index = resolve_or_loop(index_dir)
+    except LinkLoopError as exc:
         raise RagLspError(f"the index folder {index_dir} is a loop of links; it names no "
                           "folder. Remove the link, or set `indexPath` (or pass --index-path) "
                           "to put the index somewhere else.") from exc

@@ -3,7 +3,7 @@
 // reference, and streams the model's answer.
 import * as vscode from "vscode";
 import { contextBudget, fitToBudget, splitContextSections } from "./budget";
-import { activeFileParam, isFileUri, itemLocation, toLspRange } from "./lspRange";
+import { activeFileParam, isFileUri, isWorkspaceFile, itemLocation, toLspRange } from "./lspRange";
 import { composePrompt, PARTICIPANT_ID } from "./modes";
 import { MAX_QUERY_CHARS, Requests, type ContextItem, type ContextResponse, type InjectContextParams } from "./protocol";
 import type { RagServerApi } from "./serverApi";
@@ -85,7 +85,7 @@ export function createChatHandler(deps: ChatDeps): vscode.ChatRequestHandler {
       stream.markdown(`_rag-lsp could not gather workspace context (${errorText(err)}); answering without it._\n\n`);
     }
     for (const item of gathered.items) {
-      if (item.uri) stream.reference(itemLocation(item.uri, item.range));
+      if (item.uri && isWorkspaceFile(item.uri)) stream.reference(itemLocation(item.uri, item.range));
     }
 
     const messages = [...history, vscode.LanguageModelChatMessage.User(composePrompt(mode, gathered.context, request.prompt))];

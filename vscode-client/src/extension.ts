@@ -2,7 +2,7 @@
 // commands, chat and the agent-mode tools to it.
 import * as vscode from "vscode";
 import { registerChatParticipant } from "./chat";
-import { registerIndexCommands } from "./commands";
+import { registerIndexCommands, reportingErrors } from "./commands";
 import { registerKnowledgeView } from "./knowledgeTree";
 import { registerLanguageModelTools } from "./lmTools";
 import { openRange } from "./lspRange";
@@ -40,7 +40,7 @@ function registerSearch(server: RagServerApi): vscode.Disposable {
       await vscode.commands.executeCommand(`${RESULTS_VIEW_ID}.focus`); // results show beside the box
       search.open();
     }),
-    vscode.commands.registerCommand(OPEN_RESULT_COMMAND, (uri: string, range: Range) => openRange(uri, range)),
+    vscode.commands.registerCommand(OPEN_RESULT_COMMAND, reportingErrors(async (uri: string, range: Range) => { await openRange(uri, range); }, server)),
     vscode.commands.registerCommand(SHOW_ALL_RANGES_COMMAND, (uri: string) => tree.showAll(uri)),
   );
 }

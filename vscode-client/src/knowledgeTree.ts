@@ -38,7 +38,7 @@ export function modeItem(node: Extract<KnowledgeNode, { type: "mode" }>): vscode
 
 export function entryItem(node: Extract<KnowledgeNode, { type: "entry" }>): vscode.TreeItem {
   const { entry } = node;
-  const label = entryLabel(entry);
+  const label = visibleBidi(entryLabel(entry));
   const item = new vscode.TreeItem(label, vscode.TreeItemCollapsibleState.None);
   item.id = `entry:${node.mode}:${entry.id}`;
   item.iconPath = new vscode.ThemeIcon(entry.stale ? "warning" : "note");

@@ -31,10 +31,21 @@ export function activeFileParam(editor: { document: { uri: vscode.Uri }; selecti
  * from; anything else (another scheme, a path outside) is refused rather than opened. */
 export function workspaceFile(uri: string): vscode.Uri {
   const parsed = vscode.Uri.parse(uri);
-  if (parsed.scheme !== "file" || !vscode.workspace.getWorkspaceFolder(parsed)) {
+  const climbs = parsed.path.split("/").some((part) => part === "." || part === ".."); // (matched by prefix)
+  if (parsed.scheme !== "file" || climbs || !vscode.workspace.getWorkspaceFolder(parsed)) {
     throw new Error(`not a file in the workspace: ${uri}`);
   }
   return parsed;
+}
+
+/** True when `uri` names a file in an open workspace folder (see `workspaceFile`). */
+export function isWorkspaceFile(uri: string): boolean {
+  try {
+    workspaceFile(uri);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** Where a context item or result points: a Location with lines, else the whole file. */

@@ -25,7 +25,7 @@ export function brief(text: string, max = NOTIFICATION_MAX_CHARS): string {
  * reads and makes no link.
  */
 export function unlinked(text: string): string {
-  return text.replace(/\]\s*\(/g, (match) => `]\u200B${match.slice(1)}`);
+  return text.replace(/\]\((?=(?:command|file|https?):)/gi, "]\u200B(");
 }
 
 /** Bidirectional-override characters shown as escapes: a name holding U+202E reads backwards

@@ -53,7 +53,8 @@ export function rangeLabel(row: RangeRow): { label: string; description: string 
 }
 
 export function rangeItem(group: ResultGroup, row: RangeRow): vscode.TreeItem {
-  const { label, description } = rangeLabel(row);
+  const shown = rangeLabel(row);
+  const [label, description] = [visibleBidi(shown.label), visibleBidi(shown.description)];
   const item = new vscode.TreeItem(label, vscode.TreeItemCollapsibleState.None);
   item.id = `${group.uri}#${row.label}`;
   item.description = description;

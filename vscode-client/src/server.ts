@@ -177,11 +177,6 @@ export class RagServer implements RagServerApi, vscode.Disposable {
   }
 }
 
-/** vscode-languageclient pops up a notification for each of its own errors: a server that
- * cannot start gave three ("couldn't create connection", "connection is erroring" twice) on top
- * of RagServer's one message that says what to fix. Its errors go to the log only; RagServer
- * explains start failures and crashes. It also logs every exit of the server process as an
- * error, even the clean exit (code 0) that ends a stop or restart the user asked for. */
 /** The server's pop-ups, as vscode-languageclient shows them but with links disarmed: they
  * quote workspace text (an unknown settings key in a cloned repository's .rag-lsp.json), and
  * VS Code runs `[label](command:…)` in a notification as a command when clicked. */
@@ -192,6 +187,11 @@ function showServerMessage({ type, message }: ShowMessageParams): void {
   else void vscode.window.showInformationMessage(text);
 }
 
+/** vscode-languageclient pops up a notification for each of its own errors: a server that
+ * cannot start gave three ("couldn't create connection", "connection is erroring" twice) on top
+ * of RagServer's one message that says what to fix. Its errors go to the log only; RagServer
+ * explains start failures and crashes. It also logs every exit of the server process as an
+ * error, even the clean exit (code 0) that ends a stop or restart the user asked for. */
 class RagLanguageClient extends LanguageClient {
   override error(message: string, data?: unknown): void {
     if (message === "Server process exited with code 0.") this.info(message, data, false);

@@ -103,6 +103,7 @@ class FileEventBatches:
             report = None
         except Exception:
             log.exception("%s: updating %d files failed", folder.name, len(paths))
+            jobs.update_failed = True  # (its paths are dropped: a run takes them up)
             report = None
         finally:
             jobs.flushing = False

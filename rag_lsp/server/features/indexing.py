@@ -75,6 +75,7 @@ class IndexingService:
         state, message = READY, ""
         try:
             report = await jobs.write(folder.workspace.index, full=full, progress=on_progress)
+            jobs.update_failed = False  # this run took up whatever a failed update dropped
             message = report.summary()
             folder.mark_updated()
             log.info("%s: %s", folder.name, message)

@@ -6,7 +6,7 @@ import type { ContextItem, ContextResponse, InjectContextParams } from "../../sr
 import { FakeServer } from "./fakeServer";
 import {
   CancellationTokenSource, ChatRequestTurn, ChatResponseMarkdownPart, ChatResponseTurn, fake, LanguageModelChatMessage,
-  Location, Position, Selection, Uri,
+  Location, Position, Selection, Uri, workspace,
 } from "./vscode-stub";
 
 const textOf = (value: string | LanguageModelChatMessage) => (typeof value === "string" ? value : value.content.map((p) => p.value).join(""));
@@ -52,6 +52,7 @@ async function ask(server: FakeServer, model: ReturnType<typeof fakeModel>, prom
 beforeEach(() => {
   fake.reset();
   fake.state.settings["ragLsp.context.reserveTokens"] = 1000;
+  workspace.workspaceFolders = [{ uri: Uri.file("/work/repo"), name: "repo", index: 0 }]; // (cited files are its own)
 });
 
 describe("@rag chat participant", () => {

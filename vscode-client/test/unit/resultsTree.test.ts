@@ -117,7 +117,11 @@ describe("openRange", () => {
 
   it("opens files of the workspace only: another scheme or a path outside is refused", async () => {
     fake.state.files.set("file:///w/elsewhere/b.py", text);
-    for (const uri of ["file:///w/elsewhere/b.py", "command:workbench.action.terminal.new", "https://example.com/a.py"]) {
+    fake.state.files.set("file:///w/second/c.py", text);
+    workspace.workspaceFolders = [...workspace.workspaceFolders!, { uri: Uri.file("/w/second"), name: "second", index: 1 }];
+    await openRange("file:///w/second/c.py", lines(1, 2)); // a second folder's file: opened
+    fake.state.shownEditors.length = 0;
+    for (const uri of ["file:///w/elsewhere/b.py", "file:///w/repo/../elsewhere/b.py", "command:workbench.action.terminal.new", "https://example.com/a.py"]) {
       await expect(openRange(uri, lines(1, 2))).rejects.toThrow(/not a file in the workspace/);
     }
     expect(fake.state.shownEditors).toEqual([]);
