@@ -348,10 +348,21 @@ async def test_a_folder_opened_through_a_link_follows_events_spelled_its_way(cli
         new.unlink()
         send_file_events(client, (new, Deleted))
         await _appears(client, "settle quarterly escrow", "ledger.py", present=False)
-    # Removed under one spelling, open under the other; closed with the last.
-    await asyncio.sleep(1)  # (the removal handled; nothing to wait for when it is right)
-    assert link.as_uri() in [f["uri"] for f in (await _status(client))["folders"]]
-    _folders_changed(client, removed=[real])
+    # Removed under one spelling, open under the other; closed with the last. Folder changes
+    # are applied in the order sent (one lock), so a folder added after the removal is open
+    # only once the removal is handled.
+    marker = tmp_path / "marker-ws"
+    marker.mkdir()
+    _folders_changed(client, added=[marker])
+
+    async def listed() -> list[str]:
+        return [f["uri"] for f in (await _status(client))["folders"]]
+
+    async def marker_open() -> bool:
+        return marker.as_uri() in await listed()
+    await wait_until(marker_open, what="the folder added after the removal open")
+    assert link.as_uri() in await listed()
+    _folders_changed(client, removed=[real, marker])
     await wait_until(lambda: _folder_is(client, link, "ready", files=None, present=False),
                      what="the folder closed with its last spelling")
 
