@@ -52,3 +52,8 @@ class BadInputError(RagLspError):
 
 class DiskFullError(RagLspError):
     """No space left to write the index or knowledge base."""
+
+
+class IndexNotWritableError(RagLspError):
+    """The index or knowledge base folder cannot be written (a read-only mount, its
+    permissions): nothing in it is damaged, and once it can be written the same call works."""

@@ -98,6 +98,7 @@ async def test_every_method_before_initialize_gets_server_not_initialized():
     (errors.IndexCorruptError("damaged"), -32803, "index-corrupt", False),
     (errors.DiskFullError("full"), -32803, "disk-full", True),
     (OSError(errno.ENOSPC, "No space left on device"), -32803, "disk-full", True),
+    (errors.IndexNotWritableError("read-only"), -32803, "index-not-writable", False),
     (ValueError("a bug"), -32603, "internal", False),
 ])
 def test_each_engine_error_maps_to_one_code_and_kind(raised, code, kind, retryable):

@@ -271,3 +271,25 @@ async def test_a_malformed_notification_is_logged_not_shown_to_the_user(caplog):
         assert lsp.shown_errors() == []
         logged = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
         assert any("a message from the client could not be handled" in m for m in logged)
+
+
+async def test_an_update_failing_unexpectedly_puts_the_folder_in_error_saying_so(
+        tmp_path, embedder, monkeypatch):
+    """A bug in an update was only in the log: the folder still said "ready", its change was
+    never searchable, and nothing told the user why."""
+    root = make_sample_root(tmp_path)
+
+    def broken(self, paths, *args, **kwargs):
+        raise ValueError("a bug in the update")
+
+    async with InProcessServer(embedder=embedder) as lsp:
+        await lsp.start(root)
+        await lsp.wait_for_state("ready")
+        after = len(lsp.statuses())
+        monkeypatch.setattr(Workspace, "update", broken)
+        (root / "src" / "new.py").write_text("def refund_escrow():\n    return 2\n")
+        lsp.notify("workspace/didChangeWatchedFiles", {"changes": [
+            {"uri": (root / "src" / "new.py").as_uri(), "type": 1}]})
+        status = await lsp.wait_for_state("error", after=after)
+        message = status["folders"][0]["message"]
+        assert "a bug in the update" in message and "server log" in message, status

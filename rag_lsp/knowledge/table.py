@@ -145,7 +145,8 @@ class KnowledgeTable:
                         KNOWLEDGE, schema=knowledge_schema(self.dimension), exist_ok=True
                     )
             except (OSError, ValueError, RuntimeError) as exc:
-                raise self.damage(exc) from exc
+                transient = transient_failure(exc, f"the knowledge base in {self.index_dir}")
+                raise (transient or self.damage(exc)) from exc
             return self._table
 
     def _open_listed(self) -> lancedb.table.Table:

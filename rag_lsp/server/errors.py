@@ -4,21 +4,22 @@ Engine errors are typed (:mod:`rag_lsp.errors`); :func:`rag_request` registers a
 maps whatever it raises the same way for every method, with ``data: {kind, retryable}`` so a
 client can tell "fix your input" from "try again shortly" from "fix the set-up":
 
-=================  ======  =========  ====================================================
-kind               code    retryable  when
-=================  ======  =========  ====================================================
-bad-input          -32602  no         params fail the schema, or the engine rejects them
-not-initialized    -32002  yes        a request before ``initialize``
-disabled           -32803  no         ``enabled`` is false in settings
-no-folder          -32803  yes        no workspace folder is open
-index-missing      -32803  yes        the folder has no index yet (it is being built)
-index-busy         -32803  yes        another process is rebuilding the index
-model-missing      -32803  no         the embedding model is not installed or damaged
-index-mismatch     -32803  no         the index was written by another model
-index-corrupt      -32803  no         the index or knowledge base cannot be read
-disk-full          -32803  yes        no space left to write
-internal           -32603  no         a bug: the message says so, the log has the trace
-=================  ======  =========  ====================================================
+===================  ======  =========  ====================================================
+kind                 code    retryable  when
+===================  ======  =========  ====================================================
+bad-input            -32602  no         params fail the schema, or the engine rejects them
+not-initialized      -32002  yes        a request before ``initialize``
+disabled             -32803  no         ``enabled`` is false in settings
+no-folder            -32803  yes        no workspace folder is open
+index-missing        -32803  yes        the folder has no index yet (it is being built)
+index-busy           -32803  yes        another process is rebuilding the index
+model-missing        -32803  no         the embedding model is not installed or damaged
+index-mismatch       -32803  no         the index was written by another model
+index-corrupt        -32803  no         the index or knowledge base cannot be read
+disk-full            -32803  yes        no space left to write
+index-not-writable   -32803  no         the index folder is read-only (a mount, permissions)
+internal             -32603  no         a bug: the message says so, the log has the trace
+===================  ======  =========  ====================================================
 
 -32803 is LSP's RequestFailed: a well-formed request the server could not serve.
 """
@@ -49,6 +50,7 @@ _ENGINE_ERRORS: list[tuple[type[Exception], str, int, bool]] = [
     (errors.IndexMismatchError, "index-mismatch", REQUEST_FAILED, False),
     (errors.IndexCorruptError, "index-corrupt", REQUEST_FAILED, False),
     (errors.DiskFullError, "disk-full", REQUEST_FAILED, True),
+    (errors.IndexNotWritableError, "index-not-writable", REQUEST_FAILED, False),
     (errors.ConfigError, "bad-input", INVALID_PARAMS, False),
 ]
 

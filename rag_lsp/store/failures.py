@@ -1,29 +1,44 @@
-"""Tell LanceDB failures apart: a full disk or a lost commit race is not damage.
+"""Tell LanceDB failures apart: a full disk, a folder that cannot be written or a lost commit
+race is not damage.
 
-Both used to be reported as "the index is damaged, rebuild it", which is the wrong advice: a
-rebuild needs more space than an update, and a commit conflict only needs a retry.
+Each used to be reported as "the index is damaged, rebuild it" (for a knowledge base: "move it
+aside"), which is the wrong advice: a rebuild needs more space than an update, a read-only
+mount loses nothing, and a commit conflict only needs a retry.
 """
 
 from __future__ import annotations
 
 import errno
 
-from rag_lsp.errors import DiskFullError, IndexBusyError, RagLspError
+from rag_lsp.errors import DiskFullError, IndexBusyError, IndexNotWritableError, RagLspError
 
 _DISK_FULL = ("no space left on device", "os error 28", "disk quota exceeded")
+# LanceDB's Rust errors carry the OS error as text only: (marker, what it means).
+_NOT_WRITABLE = (("read-only file system", "read-only file system"),
+                 ("os error 30)", "read-only file system"),
+                 ("permission denied", "permission denied"), ("os error 13)", "permission denied"),
+                 ("operation not permitted", "operation not permitted"))
 _CONFLICT = ("commit conflict", "preempted by concurrent transaction",
              "concurrent transaction")
 
 
 def transient_failure(exc: BaseException, where: str) -> RagLspError | None:
-    """A :class:`DiskFullError` or :class:`IndexBusyError` for ``exc`` if it is one of
-    those, else ``None`` (the caller reports damage)."""
+    """A :class:`DiskFullError`, :class:`IndexNotWritableError` or :class:`IndexBusyError`
+    for ``exc`` if it is one of those, else ``None`` (the caller reports damage)."""
     text = str(exc).lower()
     if (isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)) or any(
             marker in text for marker in _DISK_FULL):
         return DiskFullError(
             f"no space left on the device while writing {where}. Free some space and try "
             "again: what was written before is intact, and the next run continues from there.")
+    os_reason = (exc.strerror if isinstance(exc, OSError)
+                 and exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM) else None)
+    reason = os_reason or next((why for marker, why in _NOT_WRITABLE if marker in text), None)
+    if reason:
+        return IndexNotWritableError(
+            f"{where} cannot be written here ({reason.lower()}): a read-only mount, or a folder "
+            "this user may not write. Make it writable (or set `indexPath`, or pass "
+            "--index-path, to keep the index elsewhere) and try again: nothing in it is lost.")
     if any(marker in text for marker in _CONFLICT):
         return IndexBusyError(
             f"another writer changed {where} at the same moment; try again.")

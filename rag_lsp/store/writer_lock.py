@@ -23,6 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from rag_lsp.errors import IndexBusyError
+from rag_lsp.store.failures import transient_failure
 from rag_lsp.store.private import NO_FOLLOW, PRIVATE_FILE, index_folder
 
 LOCK_NAME = "writer.lock"
@@ -104,8 +105,14 @@ class WriterLock:
             if self._fd is not None:
                 self._depth += 1
                 return
-        index_folder(self.index_dir)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | NO_FOLLOW, PRIVATE_FILE)
+        try:
+            index_folder(self.index_dir)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | NO_FOLLOW, PRIVATE_FILE)
+        except OSError as exc:  # a read-only mount, a full disk: said so, not a traceback
+            failure = transient_failure(exc, f"the index folder {self.index_dir}")
+            if failure is None:
+                raise
+            raise failure from exc
         try:
             while not _try_lock(fd):
                 owner = self.owner()
