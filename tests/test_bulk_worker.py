@@ -411,3 +411,107 @@ def test_a_close_during_the_step_keeps_the_child_from_starting_again(model_files
         assert set_aside(close_meanwhile=False) is True
     finally:
         embedder.close()
+
+
+def _bulk_children(pid: int) -> list[int]:
+    """The live embedding children of ``pid``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
+                command = cmdline.read()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z" and b"bulk_worker" in command:
+            found.append(int(entry))
+    return found
+
+
+def test_a_stopped_child_is_ended_at_shut_down_and_none_started_again(model_files):
+    """A child stopped (SIGSTOP) or stuck mid-batch kept the server alive after `exit` until
+    its call timed out (600 s then)."""
+    embedder = OnnxEmbedder(model_files, index_threads=1, bulk_in_child=True)
+    embedder.embed(TEXTS[:1])
+    child = embedder._bulk.pid
+    others = set(_bulk_children(os.getpid())) - {child}  # (other tests' embedders)
+    failed: list[BaseException] = []
+
+    def index() -> None:
+        try:
+            embedder.embed(LONG_BATCH * 20)
+        except BaseException as exc:  # noqa: BLE001 (the test reads it)
+            failed.append(exc)
+    thread = threading.Thread(target=index)
+    thread.start()
+    time.sleep(0.5)
+    os.kill(child, signal.SIGSTOP)
+    try:
+        embedder.shut_down()
+        thread.join(timeout=15)
+        assert not thread.is_alive(), "the batch still waits for the stopped child"
+    finally:
+        if _alive(child):
+            os.kill(child, signal.SIGCONT)
+    assert failed and isinstance(failed[0], WorkerExited), failed
+    assert "exiting" in str(failed[0]) and not _alive(child)
+    assert set(_bulk_children(os.getpid())) <= others and embedder._bulk is None
+
+
+def test_a_child_killed_as_it_starts_leaves_the_next_batch_to_a_child(model_files,
+                                                                      monkeypatch, caplog):
+    """The out-of-memory killer taking a new child is no sign that a child cannot run here:
+    the server's memory was to hold the model's session for good."""
+    embedder = OnnxEmbedder(model_files, index_threads=1, bulk_in_child=True)
+    starts = []
+
+    class KilledOnce(BulkWorker):
+        def __init__(self, *args):
+            starts.append(args)
+            if len(starts) == 1:
+                raise WorkerExited("the embedding process 1 exited (code -9)", killed=True)
+            super().__init__(*args)
+    monkeypatch.setattr(embedder_module, "BulkWorker", KilledOnce)
+    assert embedder.embed(TEXTS[:1]).shape == (1, 384)  # in this process, this time
+    assert embedder.bulk_in_child and "run in this process" in caplog.text
+    assert embedder.close()  # (as an idle session is let go)
+    embedder.embed(TEXTS[:1])
+    try:
+        assert len(starts) == 2 and isinstance(embedder._bulk, BulkWorker)
+    finally:
+        embedder.close()
+
+
+@pytest.mark.parametrize("stopped_after", [0.0, 4.0], ids=["loading", "mid-batch"])
+def test_the_server_exits_at_once_with_its_model_child_stopped(tmp_path, stopped_after):
+    """The real server over stdio: `shutdown` and `exit` while the child that embeds for it
+    is stopped as it loads the model, or mid-index. It had stayed alive until the child's
+    call timed out; a child loading held the lock `shutdown` would have taken."""
+    from tests.raw_lsp import RawServer
+
+    root = tmp_path / "repo"
+    for n in range(60):
+        (root / "pkg").mkdir(parents=True, exist_ok=True)
+        _write(root, f"pkg/m{n}.py", "\n\n".join(
+            f"def step_{n}_{k}(x):\n    '''{LONG_BATCH[k % 32]}'''\n    return x + {k}\n"
+            for k in range(20)))
+    server = RawServer(root)
+    try:
+        deadline = time.monotonic() + 60
+        while not (children := _bulk_children(server.process.pid)):
+            assert time.monotonic() < deadline, "no embedding child started"
+            time.sleep(0.1)
+        time.sleep(stopped_after)
+        os.kill(children[0], signal.SIGSTOP)
+        assert "result" in server.request("shutdown", None)
+        server.notify("exit", None)
+        server.process.wait(timeout=15)
+    finally:
+        for child in _bulk_children(server.process.pid):
+            os.kill(child, signal.SIGCONT)
+        if server.process.poll() is None:
+            server.process.kill()
+    assert server.process.returncode == 0

@@ -130,6 +130,8 @@ class WorkspaceKeeper:
             self._watcher.stop()
         if self._workspace is not None:
             self._workspace.close()
+            if self._workspace.embedder is not None:  # a stopped or stuck model child
+                self._workspace.embedder.shut_down()  # would hold the batch, and the exit
         if self._thread is not None:
             self._thread.join(timeout)
 

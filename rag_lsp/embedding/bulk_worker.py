@@ -29,6 +29,7 @@ import struct
 import subprocess
 import sys
 import threading
+import weakref
 from collections.abc import Sequence
 from pathlib import Path
 from typing import BinaryIO
@@ -44,9 +45,26 @@ _ANSWER = struct.Struct("<QBI")
 _STOP = struct.Struct("<Q")
 READY, VECTORS, INTERRUPTED, FAILED = range(4)
 START_TIMEOUT_SECONDS = 120.0  # loading the model takes ~0.6 s; a loaded machine, longer
-# A batch takes ~1 s on one thread; a child that has not answered in this long is stuck (or
-# stopped): it is killed, and the embedder starts another.
-CALL_TIMEOUT_SECONDS = 600.0
+# A batch takes ~1 s on one thread (~10 s at the background priority beside a build on every
+# core); a child that has not answered in this long is stuck (or stopped): it is killed, and
+# the embedder starts another. (600 s had left a stopped child's folder "indexing" for ten
+# minutes with nothing said.)
+CALL_TIMEOUT_SECONDS = 120.0
+
+
+# Every child started and not yet waited for, to end them all when the process exits: one
+# still loading the model holds its embedder's lock until it is ready (or START_TIMEOUT).
+_CHILDREN: weakref.WeakSet[subprocess.Popen] = weakref.WeakSet()
+
+
+def end_all_children() -> None:
+    """Kill every embedding child of this process, mid-call, loading or stopped (SIGSTOP):
+    for a process exiting, which a stuck child kept alive until its call timed out."""
+    for process in list(_CHILDREN):
+        try:
+            process.kill()
+        except OSError:  # gone already
+            pass
 
 
 class BatchInterrupted(Exception):
@@ -54,7 +72,12 @@ class BatchInterrupted(Exception):
 
 
 class WorkerExited(RagLspError):
-    """The child process ended or stopped answering; a new one may do better."""
+    """The child process ended or stopped answering; a new one may do better. ``killed``: by
+    a signal (the out-of-memory killer, a user), not because a child cannot run here."""
+
+    def __init__(self, message: str, *, killed: bool = False):
+        super().__init__(message)
+        self.killed = killed
 
 
 def _read_exactly(stream: BinaryIO, size: int) -> bytes | None:
@@ -90,6 +113,7 @@ class BulkWorker:
             raise WorkerExited(f"cannot start the embedding process: {exc}") from exc
         finally:
             os.close(stop_read)
+        _CHILDREN.add(self._process)
         self._stop = os.fdopen(stop_write, "wb", buffering=0)
         self._lock = threading.Lock()
         self._stop_lock = threading.Lock()
@@ -194,7 +218,8 @@ class BulkWorker:
         except subprocess.TimeoutExpired:
             self._process.kill()
             code = self._process.wait()
-        return WorkerExited(f"the embedding process {self.pid} exited (code {code})")
+        return WorkerExited(f"the embedding process {self.pid} exited (code {code})",
+                            killed=code < 0)
 
     def close(self) -> None:
         """End the child (it exits when its input closes) and wait for it. A call under way,

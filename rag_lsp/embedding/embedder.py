@@ -13,7 +13,12 @@ from pathlib import Path
 
 import numpy as np
 
-from rag_lsp.embedding.bulk_worker import BatchInterrupted, BulkWorker, WorkerExited
+from rag_lsp.embedding.bulk_worker import (
+    BatchInterrupted,
+    BulkWorker,
+    WorkerExited,
+    end_all_children,
+)
 from rag_lsp.embedding.model_files import (
     ModelFiles,
     find_model,
@@ -50,6 +55,7 @@ TOKENIZE_SLICE = 128
 # is let go after this long unused, so a server whose index is current does not keep it, and
 # made again by the next batch.
 BULK_IDLE_SECONDS = 60.0
+EXITING = "the embedding process was ended: rag-lsp is exiting"
 
 
 def _query_model(files: ModelFiles, verify: bool) -> Path:
@@ -165,6 +171,7 @@ class OnnxEmbedder:
         # Counts close() calls: a child started again after a set-aside gives up if the
         # session was let go meanwhile (see bulk_session_set_aside).
         self._bulk_closes = 0
+        self._shut_down = False
         # Loading a session now checks the model: the bulk one (unused, it goes after a
         # while), or with the bulk session in a child, the query's, which a server makes
         # anyway.
@@ -270,12 +277,18 @@ class OnnxEmbedder:
 
     def _new_bulk(self) -> BulkRunner:
         if self.bulk_in_child:
+            if self._shut_down:
+                raise WorkerExited(EXITING)
             try:
                 return BulkWorker(self.files.onnx_path, self.index_threads, self.dimension)
             except WorkerExited as exc:  # (a broken model raises ModelIntegrityError)
-                # A child cannot run here (a sandbox, a frozen executable): in process, then.
-                log.warning("%s; indexing's model calls run in this process instead", exc)
-                self.bulk_in_child = False
+                if self._shut_down:  # ended as it loaded
+                    raise WorkerExited(EXITING) from exc
+                if exc.killed:  # as it started (out of memory?): a child again next time
+                    log.warning("%s; these model calls run in this process", exc)
+                else:  # a child cannot run here (a sandbox, a frozen executable)
+                    log.warning("%s; indexing's model calls run in this process instead", exc)
+                    self.bulk_in_child = False
         return _SessionRunner(self._new_session(self.index_threads, spinning=True),
                               self.index_threads)
 
@@ -326,6 +339,14 @@ class OnnxEmbedder:
             bulk, self._bulk = self._bulk, None
         bulk.close()
         return_freed_memory()
+
+    def shut_down(self) -> None:
+        """The process is exiting: end the child now, mid-batch or loading too (a stopped or
+        stuck one kept the server alive after ``exit`` until its call timed out), and start
+        none again. Takes no lock: a child loading holds ``_bulk_lock`` until it is ready."""
+        self._shut_down = True
+        if self.bulk_in_child:
+            end_all_children()
 
     @property
     def holds_bulk_session(self) -> bool:

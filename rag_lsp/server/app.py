@@ -56,10 +56,8 @@ class RagServer(LanguageServer):
     """Settings, the model, the folders and their jobs (features see ``state.ServerState``)."""
 
     def __init__(self) -> None:
-        super().__init__(
-            "rag-lsp", __version__, text_document_sync_kind=types.TextDocumentSyncKind.None_,
-            protocol_cls=RagProtocol,
-        )
+        super().__init__("rag-lsp", __version__, protocol_cls=RagProtocol,
+                         text_document_sync_kind=types.TextDocumentSyncKind.None_)
         self.init_options: Any = None
         self.settings = Settings()
         self.settings_problems = SettingsProblems()
@@ -175,9 +173,12 @@ class RagServer(LanguageServer):
                       once=once)
 
     def stop(self) -> None:
-        """``shutdown``: stop indexing and watching; in-flight writes finish on their own."""
+        """``shutdown``: stop indexing and watching, end the model's child (stopped or stuck,
+        it held the exit); in-flight writes finish on their own."""
         self.registry.close_all()
         self.watching.stop()
+        if self.embedder is not None:
+            self.embedder.shut_down()
 
     # ---- state and messages ----------------------------------------------------------------
 
