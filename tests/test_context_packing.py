@@ -122,3 +122,38 @@ def test_context_reads_a_whole_definition_only_inside_the_workspace(tmp_path, em
     (ws.root / "src/http.py").unlink()  # deleted, not yet re-indexed: the piece, no error
     gone = build_context([Source(ws)], request, token_counter)
     assert "follow_location_header" in gone.context
+
+
+def test_a_definition_in_many_pieces_is_one_item_packed_or_dropped_once(tmp_path, embedder,
+                                                                       token_counter):
+    """Each piece widened to the same definition was an item of its own: 13 "dropped"
+    lines for one definition too large, or 12 "duplicate" ones once it was packed."""
+    ws = _long_definition_workspace(tmp_path / "ws", embedder)
+    spans = {(i.path, i.start_line, i.end_line) for i in ws.find_chunks(
+        "follow redirects location header", limit=40) if i.symbol == "follow_redirects"}
+    assert len(spans) > 2  # the definition is indexed in pieces
+
+    def defined(items):
+        return [i for i in items if i.path == "src/http.py" and i.start_line == 1]
+    packed = build_context([Source(ws)], ContextRequest(
+        mode="debugger", token_budget=4000, query="follow redirects"), token_counter)
+    assert len(defined(packed.items)) == 1 and defined(d.item for d in packed.dropped) == []
+    small = build_context([Source(ws)], ContextRequest(
+        mode="debugger", token_budget=200, query="follow redirects"), token_counter)
+    assert defined(small.items) == []
+    assert len(defined(d.item for d in small.dropped)) == 1, small.dropped
+
+
+def test_a_definition_is_not_widened_over_lines_that_changed_since_indexing(tmp_path,
+                                                                           embedder,
+                                                                           token_counter):
+    """Lines put above it after indexing: the definition's indexed range held other code,
+    which was packed under its name and range."""
+    ws = _long_definition_workspace(tmp_path / "ws", embedder)
+    http = ws.root / "src/http.py"
+    http.write_text("import os\nimport sys\nSECOND = 2\n" + http.read_text())
+    result = build_context([Source(ws)], ContextRequest(
+        mode="debugger", token_budget=4000, query="follow redirects"), token_counter)
+    pieces = [i for i in result.items if i.path == "src/http.py"]
+    assert pieces and all("import sys" not in i.text for i in pieces), pieces
+    assert all("follow_location_header" in i.text for i in pieces)  # the indexed pieces

@@ -24,7 +24,7 @@ from rag_lsp.context.packing import ContextItem, Dropped, Packer
 from rag_lsp.context.query import derive_query
 from rag_lsp.errors import BadInputError
 from rag_lsp.indexing.secrets import redact_secrets
-from rag_lsp.search.results import SearchFilters
+from rag_lsp.search.results import ChunkHit, SearchFilters
 
 if TYPE_CHECKING:  # only the type: servers import this before the engine is needed
     from rag_lsp.workspace import Workspace
@@ -231,23 +231,42 @@ def _code_items(sources: Sequence[Source], mode: str, query: str,
                    for hit, adjusted in rerank(hits, mode, active_rel.get(id(source)))]
     ranked.sort(key=lambda triple: triple[0], reverse=True)
     items = []
+    taken: set[tuple[int, str, int, int]] = set()
     for _adjusted, source, hit in ranked:
         start, end, text = hit.start_line, hit.end_line, hit.text
         if hit.kind in DEFINITION_KINDS:  # a piece of a big definition: take all of it
             span = source.workspace.definition_span(hit.path, hit.symbol)
             if span and span != (start, end):
-                try:
-                    lines = split_lines(read_inside(source.workspace.root, hit.path))
-                except OSError:  # gone, or now a link out of the workspace: the piece alone
-                    lines = []
-                if span[1] <= len(lines):
-                    start, end = span
-                    text = "\n".join(lines[start - 1:end])
-                    if source.workspace.settings.secret_filter:  # as the index has it
-                        text = redact_secrets(text)
+                whole = _whole_definition(source, hit, span)
+                if whole is not None:
+                    (start, end), text = span, whole
+        # The definition's other pieces widen to it too: one item (and one "dropped" line).
+        if (key := (id(source), hit.path, start, end)) in taken:
+            continue
+        taken.add(key)
         items.append(ContextItem("codebase", hit.symbol, text, hit.path, source.workspace.root,
                                  start, end, hit.language, score=hit.score))
     return items
+
+
+def _whole_definition(source: Source, hit: ChunkHit, span: tuple[int, int]) -> str | None:
+    """The lines ``span`` of the hit's file as the file has them now, if the hit's own lines
+    still hold its indexed text; else ``None``: the file changed since it was indexed (lines
+    put above, say), so ``span`` may hold other code now, and the piece alone is what is
+    known to be true."""
+    try:
+        lines = split_lines(read_inside(source.workspace.root, hit.path))
+    except OSError:  # gone, or now a link out of the workspace
+        return None
+    if span[1] > len(lines) or hit.end_line > len(lines):
+        return None
+
+    def text_of(start: int, end: int) -> str:
+        text = "\n".join(lines[start - 1:end])
+        # (as the index has it)
+        return redact_secrets(text) if source.workspace.settings.secret_filter else text
+    # "in": a piece of one very long line is part of it.
+    return text_of(*span) if hit.text in text_of(hit.start_line, hit.end_line) else None
 
 
 def _log(mode: str, result: ContextResult) -> None:
