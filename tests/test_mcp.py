@@ -361,3 +361,23 @@ def _answers(server, lines: list[str], count: int, seconds: float = 60.0) -> lis
         watchdog.cancel()
         server.stdin.close()
         server.wait(timeout=30)
+
+
+async def test_a_context_answer_stays_within_its_token_budget_first_lines_too(sample_root,
+                                                                               token_counter):
+    """Its first line repeated the whole query and named what did not fit, uncounted: a
+    1,755-character query and token_budget 200 gave an answer of 630 tokens."""
+    counter = token_counter
+    long_query = "where is the password hashed and how many rounds " * 35
+    async with mcp_client(sample_root) as session:
+        await wait_ready(session)
+        for query, budget in [(long_query, 200), ("password storage", 200),
+                              (long_query, 800), ("password storage", 100)]:
+            text, error = await call(session, "get_context", {
+                "mode": "security", "query": query, "token_budget": budget})
+            assert not error, text
+            assert counter.count(text) <= budget, (budget, counter.count(text), text[:300])
+            assert "src/auth/passwords.py" in text or "Nothing" in text
+        text, _ = await call(session, "get_context", {
+            "mode": "security", "query": long_query, "token_budget": 800})
+        assert len(text.split("\n", 1)[0]) < 300  # the query is not repeated whole

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 CHARS_PER_TOKEN = 4  # a common estimate for code and English across agents' tokenizers
 MAX_LINE_CHARS = 160  # longer snippet lines are cut (a minified line must not fill the cap)
 MAX_ENTRY_CHARS = 1200  # knowledge entries longer than this are shown cut
+MAX_QUERY_ECHO = 80  # characters of the query repeated in a context answer's first line
 
 
 def estimate_tokens(text: str) -> int:
@@ -128,15 +129,21 @@ def entry_text(entry: KnowledgeEntry) -> str:
     return "\n".join(lines)
 
 
-def context_answer(result: ContextResult, mode: str, query: str, note: str = "") -> str:
+def context_answer(result: ContextResult, mode: str, query: str, note: str = "", *,
+                   budget: int | None = None) -> str:
     """The text an agent reads for packed context: what it holds, what did not fit, then the
-    context itself. When nothing fit the budget, how large a budget would have."""
+    context itself. When nothing fit the budget, how large a budget would have. ``budget``:
+    the caller's, when the context was packed into less (to leave room for this text)."""
     head = [note] if note else []
+    budget = result.budget if budget is None else budget
+    if len(query) > MAX_QUERY_ECHO:  # the agent knows its query: enough to tell which
+        query = query[:MAX_QUERY_ECHO] + "…"
     left_out = [d for d in result.dropped if d.reason == "budget"]
     if not result.items and left_out:
         smallest = min(d.item.tokens for d in left_out)
         needed = math.ceil(smallest / (1 - SAFETY_MARGIN))  # the packer keeps a margin free
-        return "\n".join([*head, f"Nothing fits token_budget {result.budget}: "
+        needed += budget - result.budget  # (the room this text takes)
+        return "\n".join([*head, f"Nothing fits token_budget {budget}: "
                           f"{len(left_out)} relevant item(s) were found, the smallest "
                           f"{smallest} tokens; ask again with token_budget {needed} or more."])
     if not result.items:
@@ -145,7 +152,7 @@ def context_answer(result: ContextResult, mode: str, query: str, note: str = "")
     kinds: dict[str, int] = {}
     for item in result.items:
         kinds[item.source] = kinds.get(item.source, 0) + 1
-    summary = (f"{mode} context for {query!r}: {result.total_tokens} of {result.budget} "
+    summary = (f"{mode} context for {query!r}: {result.total_tokens} of {budget} "
                "tokens, " + ", ".join(f"{n} {k}" for k, n in kinds.items()) + " item(s)")
     if left_out:
         summary += (f"; {len(left_out)} more did not fit ("

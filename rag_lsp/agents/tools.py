@@ -136,12 +136,22 @@ class WorkspaceTools:
             raise RagLspError(f"context needs the model's tokenizer: {ws.model_error}")
         if not self.keeper.wait_searchable(FIRST_RESULTS_WAIT_SECONDS):
             return ToolAnswer(self._not_searchable_yet())
-        request = ContextRequest(mode=args["mode"], token_budget=args["token_budget"],
-                                 query=args["query"],
+        budget = args["token_budget"]
+        request = ContextRequest(mode=args["mode"], token_budget=budget, query=args["query"],
                                  include_knowledge=args["include_knowledge"])
-        result = build_context([Source(ws, ws.knowledge)], request, ws.token_counter)
-        return ToolAnswer(context_answer(result, args["mode"], args["query"],
-                                         note=self._building_note()))
+        sources = [Source(ws, ws.knowledge)]
+        result = build_context(sources, request, ws.token_counter)
+        answer = context_answer(result, args["mode"], args["query"],
+                                note=self._building_note(), budget=budget)
+        # The whole answer is the agent's to read, its first lines too: packed again into
+        # less when they would take it over the budget.
+        over = ws.token_counter.count(answer) - budget
+        if over > 0 and result.items:
+            request.token_budget = max(1, budget - over)
+            result = build_context(sources, request, ws.token_counter)
+            answer = context_answer(result, args["mode"], args["query"],
+                                    note=self._building_note(), budget=budget)
+        return ToolAnswer(answer)
 
     # ---- knowledge -------------------------------------------------------------------
 
