@@ -157,3 +157,28 @@ def test_a_definition_is_not_widened_over_lines_that_changed_since_indexing(tmp_
     pieces = [i for i in result.items if i.path == "src/http.py"]
     assert pieces and all("import sys" not in i.text for i in pieces), pieces
     assert all("follow_location_header" in i.text for i in pieces)  # the indexed pieces
+
+
+def test_lines_ended_by_a_lone_cr_are_numbered_as_the_index_numbers_them(tmp_path, embedder,
+                                                                         token_counter):
+    """Classic Mac line ends: the index (and editors) count three lines; manual context
+    counted one and refused lines 2-3."""
+    from rag_lsp.config import Settings
+    from rag_lsp.workspace import Workspace
+
+    root = make_sample_root(tmp_path / "ws")
+    (root / "cr.txt").write_bytes(b"line one\rline two\rline three\r")
+    ws = Workspace.open(root, Settings.from_dict({}), embedder=embedder)
+    ws.index()
+    result = build_context([Source(ws)], ContextRequest(
+        mode="debugger", token_budget=4000, query="line two",
+        manual=[ManualRef(root / "cr.txt", 2, 3)]), token_counter)
+    (manual,) = [i for i in result.items if i.source == "manual"]
+    assert (manual.start_line, manual.end_line, manual.text) == (2, 3, "line two\nline three")
+
+
+def test_a_selection_after_a_form_feed_derives_its_query_from_its_own_lines():
+    """splitlines broke at the form feed (old C and Python sources hold them): every line
+    after it was one off from the editor's."""
+    text = "import os\n\x0c\ndef retry(job):\n    return job.run()\n"
+    assert derive_query(text, (3, 4), "debugger").startswith("def retry(job):")

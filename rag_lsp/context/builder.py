@@ -24,6 +24,7 @@ from rag_lsp.context.packing import ContextItem, Dropped, Packer
 from rag_lsp.context.query import derive_query
 from rag_lsp.errors import BadInputError
 from rag_lsp.indexing.secrets import redact_secrets
+from rag_lsp.lines import editor_lines
 from rag_lsp.search.results import ChunkHit, SearchFilters
 
 if TYPE_CHECKING:  # only the type: servers import this before the engine is needed
@@ -92,9 +93,7 @@ def _read_lines(source: Source, rel: str, what: str) -> list[str]:
     return split_lines(text)
 
 
-def split_lines(text: str) -> list[str]:
-    """Lines as an editor numbers them (the empty line after a final newline counts)."""
-    return text.replace("\r\n", "\n").split("\n")
+split_lines = editor_lines  # (the name other modules and tests know)
 
 
 def _locate(sources: Sequence[Source], path: Path) -> tuple[Source | None, str]:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from rag_lsp.lines import editor_lines
+
 SIGNATURE = re.compile(
     r"^\s*(?:async\s+def|def|class|function|func|fn|public|private|protected|static|"
     r"export\s+function|interface|struct|impl)\b"
@@ -29,7 +31,9 @@ MAX_QUERY_CHARS = 1200  # the model reads ~256 word-pieces; more is truncated an
 
 def derive_query(text: str, selection: tuple[int, int] | None, mode: str) -> str:
     """A search query for ``text`` (a file) with ``selection`` (1-based lines) in focus."""
-    lines = text.splitlines()
+    lines = editor_lines(text)
+    if lines and lines[-1] == "":  # (counted below as the cursor's line, when asked for)
+        lines.pop()
     if not lines:
         return ""
     start, end = selection or (1, len(lines))

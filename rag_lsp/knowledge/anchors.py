@@ -1,8 +1,9 @@
 """Anchors: ranges of workspace lines an entry is about, hashed so later edits show.
 
-Files are read as UTF-8 (undecodable bytes replaced) with CRLF turned into LF, so the hash
-of a range does not depend on the platform's line endings. A file's lines are what an
-editor shows: a final newline does not start another line.
+Files are read as UTF-8 (undecodable bytes replaced) with CRLF and a lone CR turned into LF
+(:mod:`rag_lsp.lines`), so the hash of a range does not depend on the platform's line
+endings. A file's lines are what an editor shows: a final newline does not start another
+line.
 """
 
 from __future__ import annotations
@@ -14,11 +15,12 @@ from pathlib import Path, PurePosixPath
 from rag_lsp.confined import read_inside, real_path_inside, resolved
 from rag_lsp.errors import BadInputError
 from rag_lsp.knowledge.entries import Anchor, AnchorSpec
+from rag_lsp.lines import editor_lines
 
 
 def read_lines(root: Path, rel: str) -> list[str]:
     """The lines of ``root / rel``, a file inside the workspace (:func:`read_inside`)."""
-    lines = read_inside(root, rel).replace("\r\n", "\n").split("\n")
+    lines = editor_lines(read_inside(root, rel))
     if lines[-1] == "":
         lines.pop()
     return lines
