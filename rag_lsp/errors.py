@@ -55,5 +55,5 @@ class DiskFullError(RagLspError):
 
 
 class IndexNotWritableError(RagLspError):
-    """The index or knowledge base folder cannot be written (a read-only mount, its
-    permissions): nothing in it is damaged, and once it can be written the same call works."""
+    """The index or knowledge base folder cannot be written, or read (a read-only mount, its
+    permissions): nothing in it is damaged, and once this user has access the call works."""

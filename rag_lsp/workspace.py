@@ -595,19 +595,25 @@ class Workspace:
         """First and last line of every chunk of ``symbol`` in ``path`` (an oversized
         definition is indexed in pieces; this is the whole of it). In a drafted file (saved,
         its update not landed), where its pieces are now; ``None`` if one of them changed."""
-        if not symbol:
+        rows = self.definition_pieces(path, symbol)
+        if not rows:
             return None
+        return min(r["start_line"] for r in rows), max(r["end_line"] for r in rows)
+
+    def definition_pieces(self, path: str, symbol: str) -> list[dict]:
+        """Every chunk of ``symbol`` in ``path``: its lines (in a drafted file, where they are
+        now) and indexed ``text``; none if one of them is gone from a drafted file."""
+        if not symbol:
+            return []
         rows = self._read(lambda store: store.chunk_rows(
             all_of(f"path = {quote(path)}", f"symbol = {quote(symbol)}"),
-            ["id", "path", "start_line", "end_line"],
+            ["id", "path", "start_line", "end_line", "text"],
         ))
         view = self._draft.view() if self._draft else None
         if view is not None and path in view.paths:
             moved = [view.moved_row(row) for row in rows]
             rows = [] if None in moved else moved
-        if not rows:
-            return None
-        return min(r["start_line"] for r in rows), max(r["end_line"] for r in rows)
+        return rows
 
     def _search_mode(self, query: str, mode: str | None) -> tuple[str, list[str]]:
         """The mode to use (lexical without a model) and any warning to pass on."""

@@ -458,7 +458,8 @@ def test_a_stopped_child_is_ended_at_shut_down_and_none_started_again(model_file
             os.kill(child, signal.SIGCONT)
     assert failed and isinstance(failed[0], WorkerExited), failed
     assert "exiting" in str(failed[0]) and not _alive(child)
-    assert set(_bulk_children(os.getpid())) <= others and embedder._bulk is None
+    assert embedder._bulk is None
+    assert set(_bulk_children(os.getpid())) == others  # other embedders' children are theirs
 
 
 def test_a_child_killed_as_it_starts_leaves_the_next_batch_to_a_child(model_files,
@@ -499,19 +500,24 @@ def test_the_server_exits_at_once_with_its_model_child_stopped(tmp_path, stopped
             f"def step_{n}_{k}(x):\n    '''{LONG_BATCH[k % 32]}'''\n    return x + {k}\n"
             for k in range(20)))
     server = RawServer(root)
+    child = None
     try:
         deadline = time.monotonic() + 60
         while not (children := _bulk_children(server.process.pid)):
             assert time.monotonic() < deadline, "no embedding child started"
             time.sleep(0.1)
+        child = children[0]
         time.sleep(stopped_after)
-        os.kill(children[0], signal.SIGSTOP)
+        os.kill(child, signal.SIGSTOP)
+        (folder,) = server.request("rag/status", {})["result"]["folders"]
+        assert folder["state"] in ("scanning", "indexing"), folder  # its work not done
         assert "result" in server.request("shutdown", None)
         server.notify("exit", None)
         server.process.wait(timeout=15)
+        assert not _alive(child)
     finally:
-        for child in _bulk_children(server.process.pid):
-            os.kill(child, signal.SIGCONT)
+        if child is not None and _alive(child):  # (a stopped orphan would stay for good)
+            os.kill(child, signal.SIGKILL)
         if server.process.poll() is None:
             server.process.kill()
     assert server.process.returncode == 0

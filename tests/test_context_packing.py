@@ -182,3 +182,19 @@ def test_a_selection_after_a_form_feed_derives_its_query_from_its_own_lines():
     after it was one off from the editor's."""
     text = "import os\n\x0c\ndef retry(job):\n    return job.run()\n"
     assert derive_query(text, (3, 4), "debugger").startswith("def retry(job):")
+
+
+def test_a_definition_is_not_widened_over_lines_taken_out_of_it_since_indexing(
+        tmp_path, embedder, token_counter):
+    """Lines taken out of its end, other code after it: the first piece still matched its
+    own lines, and the definition's indexed range took in the other code."""
+    ws = _long_definition_workspace(tmp_path / "ws", embedder)
+    http = ws.root / "src/http.py"
+    lines = http.read_text().split("\n")
+    cut = lines[:30] + lines[36:-1]  # 6 lines of the body gone
+    other = [f"def unrelated_helper_{i}():\n    return {i}\n" for i in range(4)]
+    http.write_text("\n".join(cut) + "\n" + "\n".join(other))
+    result = build_context([Source(ws)], ContextRequest(
+        mode="debugger", token_budget=4000, query="follow redirects"), token_counter)
+    pieces = [i for i in result.items if i.path == "src/http.py"]
+    assert pieces and all("unrelated_helper" not in i.text for i in pieces), pieces

@@ -372,7 +372,9 @@ async def test_a_context_answer_stays_within_its_token_budget_first_lines_too(sa
     async with mcp_client(sample_root) as session:
         await wait_ready(session)
         for query, budget in [(long_query, 200), ("password storage", 200),
-                              (long_query, 800), ("password storage", 100)]:
+                              (long_query, 800), ("password storage", 100),
+                              ("how are passwords hashed and stored", 130),
+                              ("how are passwords hashed and stored", 160)]:
             text, error = await call(session, "get_context", {
                 "mode": "security", "query": query, "token_budget": budget})
             assert not error, text

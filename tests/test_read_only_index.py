@@ -29,6 +29,7 @@ from .inprocess_cli import rag, share_model
     RuntimeError("LanceError(IO): Generic LocalFileSystem error: Permission denied (os error 13)"),
     OSError(errno.EROFS, "Read-only file system"),
     PermissionError(errno.EACCES, "Permission denied"),
+    OSError(errno.EACCES, None),  # (no strerror)
 ])
 def test_a_folder_that_cannot_be_written_is_not_damage(exc):
     failure = transient_failure(exc, "the knowledge base in /x")
@@ -36,8 +37,14 @@ def test_a_folder_that_cannot_be_written_is_not_damage(exc):
     assert "nothing in it is lost" in str(failure) and "damaged" not in str(failure)
 
 
-def test_other_failures_are_left_to_the_caller():
-    assert transient_failure(RuntimeError("LanceError(IO): unexpected end of file"), "x") is None
+@pytest.mark.parametrize("exc", [
+    RuntimeError("LanceError(IO): unexpected end of file"),
+    RuntimeError("LanceError(IO): Not found: /x/chunks.lance/data/a.lance (os error 2)"),
+    RuntimeError("lance error: Invalid user input: os error 130"),  # not os error 13
+    OSError(errno.ENOENT, "No such file or directory"),
+])
+def test_other_failures_are_left_to_the_caller(exc):
+    assert transient_failure(exc, "x") is None
 
 
 @pytest.fixture

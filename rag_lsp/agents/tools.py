@@ -21,6 +21,7 @@ from rag_lsp.agents.answers import context_answer, entry_text, location, search_
 from rag_lsp.agents.keeper import WorkspaceKeeper
 from rag_lsp.confined import resolved
 from rag_lsp.context.modes import unknown_mode_message
+from rag_lsp.context.packing import SAFETY_MARGIN
 from rag_lsp.errors import BadInputError, RagLspError
 from rag_lsp.knowledge.anchors import read_lines, relative_path
 from rag_lsp.knowledge.entries import AnchorSpec
@@ -35,6 +36,8 @@ TOOLS_PATH = Path(__file__).resolve().parents[2] / "schemas" / "agent-tools.json
 # On a first index, a search waits this long for the first batch to land rather than answer
 # "nothing yet" (a small workspace is indexed by then); then it answers from what exists.
 FIRST_RESULTS_WAIT_SECONDS = 3.0
+# Packings of a context answer at most: each takes less than the one before.
+MAX_REPACKS = 3
 
 
 @dataclass
@@ -144,10 +147,14 @@ class WorkspaceTools:
         answer = context_answer(result, args["mode"], args["query"],
                                 note=self._building_note(), budget=budget)
         # The whole answer is the agent's to read, its first lines too: packed again into
-        # less when they would take it over the budget.
-        over = ws.token_counter.count(answer) - budget
-        if over > 0 and result.items:
-            request.token_budget = max(1, budget - over)
+        # less while they take it over the budget. The packer fills only 1 - SAFETY_MARGIN
+        # of what it is given, so it is given what the context may take, scaled up.
+        for _ in range(MAX_REPACKS):
+            over = ws.token_counter.count(answer) - budget
+            if over <= 0 or not result.items:
+                break
+            may_take = result.total_tokens - over
+            request.token_budget = max(1, int(may_take / (1 - SAFETY_MARGIN)))
             result = build_context(sources, request, ws.token_counter)
             answer = context_answer(result, args["mode"], args["query"],
                                     note=self._building_note(), budget=budget)

@@ -25,7 +25,7 @@ from rag_lsp.context.query import derive_query
 from rag_lsp.errors import BadInputError
 from rag_lsp.indexing.secrets import redact_secrets
 from rag_lsp.lines import editor_lines
-from rag_lsp.search.results import ChunkHit, SearchFilters
+from rag_lsp.search.results import SearchFilters
 
 if TYPE_CHECKING:  # only the type: servers import this before the engine is needed
     from rag_lsp.workspace import Workspace
@@ -234,11 +234,10 @@ def _code_items(sources: Sequence[Source], mode: str, query: str,
     for _adjusted, source, hit in ranked:
         start, end, text = hit.start_line, hit.end_line, hit.text
         if hit.kind in DEFINITION_KINDS:  # a piece of a big definition: take all of it
-            span = source.workspace.definition_span(hit.path, hit.symbol)
-            if span and span != (start, end):
-                whole = _whole_definition(source, hit, span)
-                if whole is not None:
-                    (start, end), text = span, whole
+            pieces = source.workspace.definition_pieces(hit.path, hit.symbol)
+            whole = _whole_definition(source, hit.path, pieces) if len(pieces) > 1 else None
+            if whole is not None:
+                start, end, text = whole
         # The definition's other pieces widen to it too: one item (and one "dropped" line).
         if (key := (id(source), hit.path, start, end)) in taken:
             continue
@@ -248,24 +247,28 @@ def _code_items(sources: Sequence[Source], mode: str, query: str,
     return items
 
 
-def _whole_definition(source: Source, hit: ChunkHit, span: tuple[int, int]) -> str | None:
-    """The lines ``span`` of the hit's file as the file has them now, if the hit's own lines
-    still hold its indexed text; else ``None``: the file changed since it was indexed (lines
-    put above, say), so ``span`` may hold other code now, and the piece alone is what is
-    known to be true."""
+def _whole_definition(source: Source, path: str,
+                      pieces: list[dict]) -> tuple[int, int, str] | None:
+    """The definition the indexed ``pieces`` make up (first line, last line, its text), read
+    from the file as it is now, if each piece's lines there still hold its indexed text;
+    else ``None``: the file changed since it was indexed (lines put above it, or taken out
+    of it), so those lines may hold other code now, and the piece alone is what is known."""
     try:
-        lines = split_lines(read_inside(source.workspace.root, hit.path))
+        text = read_inside(source.workspace.root, path)
     except OSError:  # gone, or now a link out of the workspace
         return None
-    if span[1] > len(lines) or hit.end_line > len(lines):
+    if source.workspace.settings.secret_filter:  # as the index has it: the whole file
+        text = redact_secrets(text)  # (line count kept)
+    lines = split_lines(text)
+    start = min(p["start_line"] for p in pieces)
+    end = max(p["end_line"] for p in pieces)
+    if end > len(lines):
         return None
-
-    def text_of(start: int, end: int) -> str:
-        text = "\n".join(lines[start - 1:end])
-        # (as the index has it)
-        return redact_secrets(text) if source.workspace.settings.secret_filter else text
     # "in": a piece of one very long line is part of it.
-    return text_of(*span) if hit.text in text_of(hit.start_line, hit.end_line) else None
+    if not all(p["text"] in "\n".join(lines[p["start_line"] - 1:p["end_line"]])
+               for p in pieces):
+        return None
+    return start, end, "\n".join(lines[start - 1:end])
 
 
 def _log(mode: str, result: ContextResult) -> None:

@@ -32,13 +32,11 @@ MAX_QUERY_CHARS = 1200  # the model reads ~256 word-pieces; more is truncated an
 def derive_query(text: str, selection: tuple[int, int] | None, mode: str) -> str:
     """A search query for ``text`` (a file) with ``selection`` (1-based lines) in focus."""
     lines = editor_lines(text)
-    if lines and lines[-1] == "":  # (counted below as the cursor's line, when asked for)
-        lines.pop()
+    if lines and lines[-1] == "":  # the empty line after a final newline: a cursor there
+        lines.pop()  # (an editor counts it) is taken as on the last line, below
     if not lines:
         return ""
     start, end = selection or (1, len(lines))
-    # An editor counts the empty line after a final newline (a cursor at the end of the file
-    # sits on it); splitlines does not.
     start = min(max(1, start), len(lines))
     end = min(len(lines), max(start, end))
     focus = lines[start - 1:end]

@@ -52,19 +52,29 @@ START_TIMEOUT_SECONDS = 120.0  # loading the model takes ~0.6 s; a loaded machin
 CALL_TIMEOUT_SECONDS = 120.0
 
 
-# Every child started and not yet waited for, to end them all when the process exits: one
-# still loading the model holds its embedder's lock until it is ready (or START_TIMEOUT).
-_CHILDREN: weakref.WeakSet[subprocess.Popen] = weakref.WeakSet()
+class Children:
+    """The children one embedder started, registered as each starts (before it is ready: one
+    still loading the model holds the embedder's lock until then, or START_TIMEOUT), so that
+    all of them can be ended at once when the process exits."""
 
+    def __init__(self) -> None:
+        self._started: weakref.WeakSet[subprocess.Popen] = weakref.WeakSet()
+        self.ended = False
 
-def end_all_children() -> None:
-    """Kill every embedding child of this process, mid-call, loading or stopped (SIGSTOP):
-    for a process exiting, which a stuck child kept alive until its call timed out."""
-    for process in list(_CHILDREN):
-        try:
+    def add(self, process: subprocess.Popen) -> None:
+        self._started.add(process)
+        if self.ended:  # started as end_all ran: ended too
             process.kill()
-        except OSError:  # gone already
-            pass
+
+    def end_all(self) -> None:
+        """Kill every child, mid-call, loading or stopped (SIGSTOP), and any started after:
+        a stuck child kept the process alive after ``exit`` until its call timed out."""
+        self.ended = True
+        for process in list(self._started):
+            try:
+                process.kill()
+            except OSError:  # gone already
+                pass
 
 
 class BatchInterrupted(Exception):
@@ -72,8 +82,9 @@ class BatchInterrupted(Exception):
 
 
 class WorkerExited(RagLspError):
-    """The child process ended or stopped answering; a new one may do better. ``killed``: by
-    a signal (the out-of-memory killer, a user), not because a child cannot run here."""
+    """The child process ended or stopped answering; a new one may do better. ``killed``:
+    SIGKILL'd from outside (the out-of-memory killer, a user), which says nothing of whether
+    a child can run here."""
 
     def __init__(self, message: str, *, killed: bool = False):
         super().__init__(message)
@@ -92,8 +103,10 @@ class BulkWorker:
     """One child process running the model on ``threads`` threads. Calls are serialised (the
     child runs one at a time); :meth:`interrupt` may come from any thread."""
 
-    def __init__(self, onnx_path: Path, threads: int, dimension: int):
+    def __init__(self, onnx_path: Path, threads: int, dimension: int,
+                 children: Children | None = None):
         self.threads = threads
+        self._timed_out = False  # killed by this end, not from outside
         self.dimension = dimension
         stop_read, stop_write = os.pipe()
         package_parent = str(Path(__file__).resolve().parents[2])
@@ -113,7 +126,8 @@ class BulkWorker:
             raise WorkerExited(f"cannot start the embedding process: {exc}") from exc
         finally:
             os.close(stop_read)
-        _CHILDREN.add(self._process)
+        if children is not None:
+            children.add(self._process)
         self._stop = os.fdopen(stop_write, "wb", buffering=0)
         self._lock = threading.Lock()
         self._stop_lock = threading.Lock()
@@ -195,7 +209,7 @@ class BulkWorker:
 
     def _answer(self, timeout: float) -> tuple[int, int, bytes]:
         assert self._process.stdout is not None
-        timer = threading.Timer(timeout, self._process.kill)  # stuck: its pipe then closes
+        timer = threading.Timer(timeout, self._kill_stuck)  # stuck: its pipe then closes
         timer.daemon = True
         timer.start()
         try:
@@ -212,14 +226,20 @@ class BulkWorker:
             timer.cancel()
         return number, status, payload
 
+    def _kill_stuck(self) -> None:
+        self._timed_out = True
+        self._process.kill()
+
     def _exited(self) -> WorkerExited:
         try:
             code = self._process.wait(timeout=5)
         except subprocess.TimeoutExpired:
             self._process.kill()
             code = self._process.wait()
+        # Killed from outside (SIGKILL: the out-of-memory killer, a user), not by our timer
+        # nor by a signal a sandbox sends (SIGSYS): another child may well do better.
         return WorkerExited(f"the embedding process {self.pid} exited (code {code})",
-                            killed=code < 0)
+                            killed=code == -signal.SIGKILL and not self._timed_out)
 
     def close(self) -> None:
         """End the child (it exits when its input closes) and wait for it. A call under way,

@@ -13,12 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rag_lsp.embedding.bulk_worker import (
-    BatchInterrupted,
-    BulkWorker,
-    WorkerExited,
-    end_all_children,
-)
+from rag_lsp.embedding.bulk_worker import BatchInterrupted, BulkWorker, Children, WorkerExited
 from rag_lsp.embedding.model_files import (
     ModelFiles,
     find_model,
@@ -171,7 +166,7 @@ class OnnxEmbedder:
         # Counts close() calls: a child started again after a set-aside gives up if the
         # session was let go meanwhile (see bulk_session_set_aside).
         self._bulk_closes = 0
-        self._shut_down = False
+        self._children = Children()  # this embedder's, to end at shut_down
         # Loading a session now checks the model: the bulk one (unused, it goes after a
         # while), or with the bulk session in a child, the query's, which a server makes
         # anyway.
@@ -277,12 +272,13 @@ class OnnxEmbedder:
 
     def _new_bulk(self) -> BulkRunner:
         if self.bulk_in_child:
-            if self._shut_down:
+            if self._children.ended:
                 raise WorkerExited(EXITING)
             try:
-                return BulkWorker(self.files.onnx_path, self.index_threads, self.dimension)
+                return BulkWorker(self.files.onnx_path, self.index_threads, self.dimension,
+                                  self._children)
             except WorkerExited as exc:  # (a broken model raises ModelIntegrityError)
-                if self._shut_down:  # ended as it loaded
+                if self._children.ended:  # ended as it loaded
                     raise WorkerExited(EXITING) from exc
                 if exc.killed:  # as it started (out of memory?): a child again next time
                     log.warning("%s; these model calls run in this process", exc)
@@ -344,9 +340,7 @@ class OnnxEmbedder:
         """The process is exiting: end the child now, mid-batch or loading too (a stopped or
         stuck one kept the server alive after ``exit`` until its call timed out), and start
         none again. Takes no lock: a child loading holds ``_bulk_lock`` until it is ready."""
-        self._shut_down = True
-        if self.bulk_in_child:
-            end_all_children()
+        self._children.end_all()
 
     @property
     def holds_bulk_session(self) -> bool:
@@ -399,10 +393,11 @@ class OnnxEmbedder:
         since (``closes`` is the count of close() calls the set-aside saw). Only a child: if
         one cannot start, the next batch finds out (and falls back to this process)."""
         with self._bulk_lock:
-            if self._bulk is not None or self._bulk_closes != closes:
+            if self._bulk is not None or self._bulk_closes != closes or self._children.ended:
                 return
             try:
-                self._bulk = BulkWorker(self.files.onnx_path, self.index_threads, self.dimension)
+                self._bulk = BulkWorker(self.files.onnx_path, self.index_threads, self.dimension,
+                                        self._children)
             except Exception as exc:
                 log.debug("embedding process not started again: %s", exc)
                 return

@@ -17,7 +17,7 @@ model-missing        -32803  no         the embedding model is not installed or 
 index-mismatch       -32803  no         the index was written by another model
 index-corrupt        -32803  no         the index or knowledge base cannot be read
 disk-full            -32803  yes        no space left to write
-index-not-writable   -32803  no         the index folder is read-only (a mount, permissions)
+index-not-writable   -32803  no         the index cannot be written or read (a mount, access)
 internal             -32603  no         a bug: the message says so, the log has the trace
 ===================  ======  =========  ====================================================
 

@@ -9,6 +9,7 @@ mount loses nothing, and a commit conflict only needs a retry.
 from __future__ import annotations
 
 import errno
+import os
 
 from rag_lsp.errors import DiskFullError, IndexBusyError, IndexNotWritableError, RagLspError
 
@@ -31,13 +32,14 @@ def transient_failure(exc: BaseException, where: str) -> RagLspError | None:
         return DiskFullError(
             f"no space left on the device while writing {where}. Free some space and try "
             "again: what was written before is intact, and the next run continues from there.")
-    os_reason = (exc.strerror if isinstance(exc, OSError)
+    os_reason = (exc.strerror or os.strerror(exc.errno) if isinstance(exc, OSError)
                  and exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM) else None)
     reason = os_reason or next((why for marker, why in _NOT_WRITABLE if marker in text), None)
     if reason:
+        # (Reads come here too: files left by another user, `sudo rag-lsp index`.)
         return IndexNotWritableError(
-            f"{where} cannot be written here ({reason.lower()}): a read-only mount, or a folder "
-            "this user may not write. Make it writable (or set `indexPath`, or pass "
+            f"{where} cannot be used here ({reason.lower()}): a read-only mount, or files this "
+            "user may not read or write. Give this user access (or set `indexPath`, or pass "
             "--index-path, to keep the index elsewhere) and try again: nothing in it is lost.")
     if any(marker in text for marker in _CONFLICT):
         return IndexBusyError(

@@ -103,11 +103,12 @@ class FileEventBatches:
             report = None
         except Exception as exc:
             log.exception("%s: updating %d files failed", folder.name, len(paths))
-            # Said where the folder's state shows, not only in the log: "ready" was a lie.
-            self.server.set_folder_state(
-                folder, ERROR, f"applying {len(paths)} changed files failed ({type(exc).__name__}: "
-                f"{exc}); this is a bug in rag-lsp, the server log has the details")
             jobs.update_failed = True  # (its paths are dropped: a run takes them up)
+            if not folder.closed:  # said where its state shows, not only in the log
+                why = (str(exc) if isinstance(exc, OSError) else f"{type(exc).__name__}: {exc}; "
+                       "this is a bug in rag-lsp, the server log has the details")
+                self.server.set_folder_state(
+                    folder, ERROR, f"applying {len(paths)} changed files failed ({why})")
             report = None
         finally:
             jobs.flushing = False
