@@ -130,10 +130,12 @@ class WorkspaceKeeper:
             self._watcher.stop()
         if self._workspace is not None:
             self._workspace.close()
-            if self._workspace.embedder is not None:  # a stopped or stuck model child
-                self._workspace.embedder.shut_down()  # would hold the batch, and the exit
         if self._thread is not None:
             self._thread.join(timeout)
+            embedder = self._workspace.embedder if self._workspace is not None else None
+            if self._thread.is_alive() and embedder is not None:
+                embedder.shut_down()  # a stopped or stuck model child holds the batch
+                self._thread.join(timeout)
 
     @property
     def still_working(self) -> bool:

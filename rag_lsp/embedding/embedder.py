@@ -336,11 +336,18 @@ class OnnxEmbedder:
         bulk.close()
         return_freed_memory()
 
-    def shut_down(self) -> None:
-        """The process is exiting: end the child now, mid-batch or loading too (a stopped or
-        stuck one kept the server alive after ``exit`` until its call timed out), and start
-        none again. Takes no lock: a child loading holds ``_bulk_lock`` until it is ready."""
-        self._children.end_all()
+    def shut_down(self, grace_seconds: float = 0.0) -> None:
+        """The process is exiting: end the child, mid-batch or loading too (a stopped or stuck
+        one kept the server alive after ``exit`` until its call timed out), and start none
+        again; after ``grace_seconds``, so that a write under way can finish as it always
+        did (a daemon timer: a process gone by then is not held). Takes no lock: a child
+        loading holds ``_bulk_lock`` until it is ready."""
+        if grace_seconds <= 0:
+            self._children.end_all()
+            return
+        timer = threading.Timer(grace_seconds, self._children.end_all)
+        timer.daemon = True
+        timer.start()
 
     @property
     def holds_bulk_session(self) -> bool:

@@ -44,6 +44,7 @@ log = logging.getLogger(__name__)
 
 SEARCH_THREADS = 2
 STARTUP_WAIT_SECONDS = 60.0  # requests that need folders wait this long for start-up
+SHUTDOWN_GRACE_SECONDS = 5.0  # then the model child is ended: stopped or stuck, it held exit
 
 
 def model_key(settings: Settings) -> tuple:
@@ -173,12 +174,11 @@ class RagServer(LanguageServer):
                       once=once)
 
     def stop(self) -> None:
-        """``shutdown``: stop indexing and watching, end the model's child (stopped or stuck,
-        it held the exit); in-flight writes finish on their own."""
+        """``shutdown``: stop indexing, watching; writes under way finish, then the child."""
         self.registry.close_all()
         self.watching.stop()
         if self.embedder is not None:
-            self.embedder.shut_down()
+            self.embedder.shut_down(SHUTDOWN_GRACE_SECONDS)
 
     # ---- state and messages ----------------------------------------------------------------
 
