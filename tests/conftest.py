@@ -5,8 +5,11 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+import subprocess
 import tempfile
 import textwrap
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -182,3 +185,19 @@ def sample_root(tmp_path) -> Path:
 def workspace(tmp_path, embedder) -> Workspace:
     """An indexed sample workspace, for one test."""
     return indexed_sample(tmp_path, embedder)
+
+
+@contextmanager
+def mounted_tmpfs(point: Path, size: str, otherwise: str) -> Iterator[Path]:
+    """A tmpfs of ``size`` (``"1m"``) at ``point``, a new folder, unmounted after: a small
+    disk, or one to remount read-only. Root in a container may mount one; elsewhere the test
+    is skipped, saying which test covers the rest (``otherwise``)."""
+    point.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(point)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip()}); {otherwise}")
+    try:
+        yield point
+    finally:
+        subprocess.run(["umount", "-l", str(point)], check=False)

@@ -19,7 +19,7 @@ from rag_lsp.errors import DiskFullError
 from rag_lsp.store import lance_store
 from rag_lsp.workspace import Workspace
 
-from .conftest import write_files
+from .conftest import mounted_tmpfs, write_files
 
 
 def _files(count: int) -> dict[str, str]:
@@ -35,15 +35,9 @@ def _ids(index_dir: Path) -> list[str]:
 
 @pytest.fixture
 def small_disk(tmp_path):
-    mount_point = tmp_path / "small"
-    mount_point.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount_point)],
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip()}); the injected "
-                    "disk-full test covers the mapping")
-    yield mount_point
-    subprocess.run(["umount", "-l", str(mount_point)], check=False)
+    with mounted_tmpfs(tmp_path / "small", "1m",
+                       "the injected disk-full test covers the mapping") as point:
+        yield point
 
 
 def test_indexing_onto_a_full_disk_says_so_and_recovers(tmp_path, small_disk, embedder):

@@ -19,7 +19,7 @@ from rag_lsp.errors import IndexCorruptError, IndexNotWritableError
 from rag_lsp.store.failures import transient_failure
 from rag_lsp.workspace import Workspace
 
-from .conftest import write_files
+from .conftest import mounted_tmpfs, write_files
 from .inprocess_cli import rag, share_model
 
 
@@ -49,18 +49,10 @@ def test_other_failures_are_left_to_the_caller(exc):
 
 @pytest.fixture
 def mount(tmp_path):
-    point = tmp_path / "index"
-    point.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(point)],
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip()}); the unit tests "
-                    "cover the mapping")
-
     def remount(mode: str) -> None:
         subprocess.run(["mount", "-o", f"remount,{mode}", str(point)], check=True)
-    yield point, remount
-    subprocess.run(["umount", "-l", str(point)], check=False)
+    with mounted_tmpfs(tmp_path / "index", "16m", "the unit tests cover the mapping") as point:
+        yield point, remount
 
 
 def test_a_read_only_index_folder_is_said_to_be_so_and_loses_nothing(tmp_path, mount,
